@@ -1,0 +1,7 @@
+// A page of a scope's notes, newest first. Params: scope, $skip, $limit.
+MATCH (n:Note {user_id: $user_id, agent_id: $agent_id, run_id: $run_id})
+RETURN n {.id, .content, .user_id, .agent_id, .run_id, .event_time, .event_time_text, .created_at,
+          .updated_at, .keywords, .tags, .context, .category, .source_id, .metadata_json, .enrichment,
+          .retrieval_count, .last_accessed, .version} AS note
+ORDER BY n.created_at DESC, n.id
+SKIP $skip LIMIT $limit

@@ -1,0 +1,189 @@
+"""Settings, read once at the edge (CLI, server start-up) and passed down.
+
+Neo4j settings use the names langchain-neo4j users already know (``NEO4J_URI``,
+``NEO4J_USERNAME``, ``NEO4J_PASSWORD``, ``NEO4J_DATABASE``); everything else is
+``GRAPHMEM_*``. A ``.env`` file in the working directory is read too.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from graphmem.errors import ConfigError
+
+LocalModel = Literal["qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b"]
+StructuredMethod = Literal["auto", "json_schema", "function_calling", "json_mode"]
+EmbedTextVariant = Literal["full", "content", "amem"]
+
+
+def _default_home() -> Path:
+    return Path.home() / ".local" / "share" / "graphmem"
+
+
+class Settings(BaseSettings):
+    """Every knob of graphmem. Field ``x`` is set by ``GRAPHMEM_X`` unless an alias says otherwise."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="GRAPHMEM_",
+        env_file=".env",
+        env_file_encoding="utf-8",
+        extra="ignore",
+        populate_by_name=True,
+        validate_default=True,
+    )
+
+    # --- Neo4j connection (langchain-neo4j names) ---
+    neo4j_uri: str = Field(
+        "bolt://127.0.0.1:7687", validation_alias=AliasChoices("NEO4J_URI", "NEO4J_URL", "neo4j_uri")
+    )
+    neo4j_username: str = Field("neo4j", validation_alias=AliasChoices("NEO4J_USERNAME", "neo4j_username"))
+    neo4j_password: SecretStr | None = Field(
+        None, validation_alias=AliasChoices("NEO4J_PASSWORD", "neo4j_password")
+    )
+    neo4j_database: str = Field("neo4j", validation_alias=AliasChoices("NEO4J_DATABASE", "neo4j_database"))
+    neo4j_connect_timeout: float = Field(5.0, gt=0)
+
+    # --- local Neo4j managed by `graphmem neo4j ...` ---
+    home: Path = Field(default_factory=_default_home, description="data folder outside the repo")
+    neo4j_version: str = "5.26.30"
+    neo4j_browser_version: str = "5.24.0"
+    neo4j_http_port: int = Field(7474, ge=1, le=65535)
+    neo4j_heap: str = Field("1g", pattern=r"^\d+[kmgKMG]$")
+    neo4j_pagecache: str = Field("512m", pattern=r"^\d+[kmgKMG]$")
+
+    # --- embeddings ---
+    embedder: Literal["minilm", "openai"] = "minilm"
+    openai_embedding_model: str = "text-embedding-3-small"
+    embedding_dimensions: int | None = Field(None, ge=1, le=4096)
+    embed_batch_size: int = Field(32, ge=1, le=1024)
+    embed_threads: int = Field(2, ge=1, le=64)
+
+    # --- LLM ---
+    llm_provider: Literal["auto", "local", "openai", "compatible"] = "auto"
+    llm_base_url: str | None = None
+    llm_api_key: SecretStr | None = Field(
+        None, validation_alias=AliasChoices("GRAPHMEM_LLM_API_KEY", "OPENAI_API_KEY", "llm_api_key")
+    )
+    llm_model: str = "gpt-4o-mini"
+    llm_temperature: float = Field(0.0, ge=0.0, le=2.0)
+    llm_max_tokens: int = Field(512, ge=16, le=32768)
+    llm_timeout: float = Field(120.0, gt=0)
+    llm_max_retries: int = Field(3, ge=0, le=20, description="retries on 429/5xx/timeouts")
+    llm_repair_attempts: int = Field(1, ge=0, le=10, description="re-asks after malformed output")
+    llm_seed: int | None = 0
+    structured_output_method: StructuredMethod = "auto"
+    local_model: LocalModel = "qwen2.5-coder-1.5b"
+    local_llm_port: int = Field(8011, ge=1, le=65535)
+    local_llm_threads: int = Field(2, ge=1, le=64)
+    local_llm_ctx: int = Field(4096, ge=512, le=32768)
+
+    # --- A-MEM algorithm and its ablation switches ---
+    neighbour_k: int = Field(5, ge=0, le=50)
+    enable_enrichment: bool = True
+    enable_links: bool = True
+    enable_evolution: bool = True
+    embed_text_variant: EmbedTextVariant = "full"
+    max_content_chars: int = Field(8000, ge=1, le=1_000_000)
+    search_k: int = Field(10, ge=1, le=1000)
+    search_mode: Literal["vector", "links", "hybrid"] = "links"
+    links_per_hit: int = Field(3, ge=0, le=50)
+    over_fetch_ratio: int = Field(4, ge=1, le=100)
+    context_token_budget: int = Field(1000, ge=50, le=200_000)
+
+    # --- REST / MCP ---
+    api_keys: SecretStr | None = Field(
+        None,
+        description="comma-separated keys; 'key=user/agent/run' binds a key to a scope",
+    )
+    auth_disabled: bool = False
+    mcp_user_id: str = "default"
+    mcp_agent_id: str = "default"
+    mcp_run_id: str = "default"
+
+    @field_validator("neo4j_uri")
+    @classmethod
+    def _check_uri(cls, value: str) -> str:
+        schemes = ("bolt://", "bolt+s://", "bolt+ssc://", "neo4j://", "neo4j+s://", "neo4j+ssc://")
+        if not value.startswith(schemes):
+            raise ValueError(f"must start with one of {', '.join(schemes)}")
+        return value
+
+    @field_validator("neo4j_database")
+    @classmethod
+    def _check_db(cls, value: str) -> str:
+        if not value or len(value) > 63:
+            raise ValueError("must be a non-empty database name")
+        return value
+
+    @model_validator(mode="after")
+    def _check_provider(self) -> Settings:
+        if self.llm_provider == "compatible" and not self.llm_base_url:
+            raise ValueError("GRAPHMEM_LLM_PROVIDER=compatible needs GRAPHMEM_LLM_BASE_URL")
+        if self.llm_provider == "openai" and self.llm_api_key is None:
+            raise ValueError("GRAPHMEM_LLM_PROVIDER=openai needs OPENAI_API_KEY or GRAPHMEM_LLM_API_KEY")
+        return self
+
+    @property
+    def resolved_llm_provider(self) -> Literal["local", "openai", "compatible"]:
+        """``auto`` is the local model unless an API key or base URL is configured."""
+        if self.llm_provider != "auto":
+            return self.llm_provider
+        if self.llm_base_url:
+            return "compatible"
+        if self.llm_api_key is not None:
+            return "openai"
+        return "local"
+
+    @property
+    def neo4j_auth(self) -> tuple[str, str] | None:
+        if self.neo4j_password is None:
+            return None
+        return (self.neo4j_username, self.neo4j_password.get_secret_value())
+
+    @property
+    def vector_dimensions(self) -> int:
+        if self.embedding_dimensions is not None:
+            return self.embedding_dimensions
+        return 384 if self.embedder == "minilm" else 1536
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.home / "cache"
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Read settings from the environment and ``.env``; raise ConfigError naming the bad setting."""
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            loc = ".".join(str(p) for p in err["loc"]) or "settings"
+            problems.append(f"{_env_name(loc)}: {err['msg']}")
+        raise ConfigError("invalid settings: " + "; ".join(problems)) from None
+
+
+def _env_name(field: str) -> str:
+    aliases = {
+        "neo4j_uri": "NEO4J_URI",
+        "neo4j_username": "NEO4J_USERNAME",
+        "neo4j_password": "NEO4J_PASSWORD",
+        "neo4j_database": "NEO4J_DATABASE",
+        "llm_api_key": "GRAPHMEM_LLM_API_KEY",
+    }
+    if field in aliases:
+        return aliases[field]
+    if field in Settings.model_fields:
+        return "GRAPHMEM_" + field.upper()
+    return field
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """Cached settings for interfaces (CLI, REST, MCP); library code takes Settings as an argument."""
+    return load_settings()

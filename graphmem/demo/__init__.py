@@ -1,0 +1,1 @@
+"""The `graphmem demo`: a small conversation written for graphmem, ingested and queried end to end."""

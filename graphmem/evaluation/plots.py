@@ -1,0 +1,92 @@
+"""PNG plots of evaluation and benchmark results (matplotlib, Agg backend: no display needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+MODE_LABELS = {
+    "vector": "graphmem vector",
+    "links": "graphmem links (default)",
+    "hybrid": "graphmem hybrid",
+    "dense": "dense exact (NumPy)",
+    "full": "full conversation",
+}
+
+
+def _plt() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_recall(result: dict[str, Any], path: Path) -> Path:
+    """Evidence recall@k and context tokens@k per mode (retrieval evaluation)."""
+    plt = _plt()
+    ks = result["config"]["ks"]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for mode, data in result["modes"].items():
+        o = data["overall"]
+        rec = [o.get(f"recall@{k}") for k in ks]
+        tok = [o.get(f"tokens@{k}") for k in ks]
+        style = "--" if mode in ("dense", "full") else "-"
+        ax1.plot(ks, rec, style, marker="o", label=MODE_LABELS.get(mode, mode))
+        ax2.plot(ks, tok, style, marker="o", label=MODE_LABELS.get(mode, mode))
+    ax1.set(xlabel="k", ylabel="evidence recall", title="Evidence recall@k (LoCoMo cat. 1-4)", ylim=(0, 1.02))
+    ax2.set(xlabel="k", ylabel="context tokens per question", title="Context size@k", yscale="log")
+    ax2.axhline(1000, color="grey", lw=0.8, ls=":")
+    for ax in (ax1, ax2):
+        ax.grid(alpha=0.3)
+    ax1.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def plot_latency(result: dict[str, Any], path: Path) -> Path:
+    """Search latency p50 vs scope size (benchmark)."""
+    plt = _plt()
+    sizes = [r["size"] for r in result["sizes"]]
+    series = {
+        "graphmem vector (embedding given)": "vector",
+        "graphmem vector + 1 hop (embedding given)": "links",
+        "graphmem vector (query text)": "vector_with_embedding",
+        "bare HNSW query, ids only": "index_ids_only",
+        "exact NumPy top-k": "numpy_exact",
+        "brute-force Cypher scan": "brute_force_cypher",
+    }
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for label, key in series.items():
+        ys = [r[key]["p50_ms"] for r in result["sizes"]]
+        ax.plot(sizes, ys, marker="o", label=label)
+    ax.set(xscale="log", yscale="log", xlabel="notes in scope", ylabel="p50 latency (ms)", title="Search latency")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def plot_qa(result: dict[str, Any], path: Path, metric: str = "f1") -> Path:
+    """Per-category score of each system (QA evaluation)."""
+    plt = _plt()
+    systems = list(result["systems"])
+    cats = sorted({c for s in systems for c in result["systems"][s]["by_category"]}, key=lambda c: (int(c[0]), c))
+    fig, ax = plt.subplots(figsize=(8, 4))
+    width = 0.8 / max(len(systems), 1)
+    for i, s in enumerate(systems):
+        vals = [(result["systems"][s]["by_category"].get(c, {}).get(metric) or 0) * 100 for c in cats]
+        ax.bar([j + i * width for j in range(len(cats))], vals, width, label=s)
+    ax.set_xticks([j + width * (len(systems) - 1) / 2 for j in range(len(cats))], cats)
+    ax.set(ylabel=f"{metric} x100", xlabel="category", title=f"LoCoMo QA, {metric} per category")
+    ax.legend()
+    ax.grid(alpha=0.3, axis="y")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

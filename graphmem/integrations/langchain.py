@@ -1,0 +1,393 @@
+"""LangChain 1.x objects over graphmem: a retriever, a chat message history and memory tools.
+
+Every object takes a service (``AsyncMemoryService`` for async use, ``MemoryService`` for blocking and
+async use; see ``_bridge``) and a ``Scope`` fixed by the application. The scope is never an argument a
+model can see or choose: tools close over it.
+
+    retriever = GraphmemRetriever(service=svc, scope=scope, k=5)
+    docs = await retriever.ainvoke("what does Caroline like?", mode="hybrid")
+
+    history = GraphmemChatMessageHistory(svc, scope, session_id="s1", remember=True)
+    tools = memory_tools(svc, scope)          # remember, recall, link, forget
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
+from langchain_core.chat_history import BaseChatMessageHistory
+from langchain_core.documents import Document
+from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.tools import BaseTool, StructuredTool, ToolException
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+from graphmem.errors import GraphmemError, InvalidInputError
+from graphmem.integrations._bridge import MemoryLike, ServiceBridge, as_bridge
+from graphmem.models import LinkType, Note, Scope, SearchHit, check_id
+from graphmem.service.memory import AsyncMemoryService, SearchMode
+from graphmem.store.history_store import Neo4jHistoryStore, StoredMessage, history_store_for
+from graphmem.store.neo4j_store import SearchFilters
+
+__all__ = [
+    "GraphmemChatMessageHistory",
+    "GraphmemRetriever",
+    "hit_to_document",
+    "memory_tools",
+    "to_filters",
+]
+
+
+# --- documents ------------------------------------------------------------------------------------
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def note_metadata(note: Note) -> dict[str, Any]:
+    """JSON-friendly note fields for Document.metadata (no embedding)."""
+    return {
+        "id": note.id,
+        "keywords": list(note.keywords),
+        "tags": list(note.tags),
+        "context": note.context,
+        "category": note.category,
+        "source_id": note.source_id,
+        "scope": str(note.scope),
+        "user_id": note.scope.user_id,
+        "agent_id": note.scope.agent_id,
+        "run_id": note.scope.run_id,
+        "event_time": _iso(note.event_time),
+        "event_time_text": note.event_time_text,
+        "created_at": _iso(note.created_at),
+        "updated_at": _iso(note.updated_at),
+        "version": note.version,
+        "enrichment": note.enrichment.value,
+        "note_metadata": dict(note.metadata),
+    }
+
+
+def hit_to_document(hit: SearchHit) -> Document:
+    """A search hit as a LangChain Document: id = note id, page_content = note content."""
+    meta = note_metadata(hit.note)
+    meta.update(
+        score=hit.score,
+        found_by=list(hit.found_by),
+        links=[link.model_dump(mode="json") for link in hit.links],
+        linked_via=[via.model_dump(mode="json") for via in hit.linked_via],
+    )
+    return Document(id=hit.note.id, page_content=hit.note.content, metadata=meta)
+
+
+def to_filters(value: SearchFilters | dict[str, Any] | None) -> SearchFilters | None:
+    """SearchFilters from a dict with keys tags_any, category, since, until (ISO text or datetime)."""
+    if value is None or isinstance(value, SearchFilters):
+        return value
+    if not isinstance(value, dict):
+        raise InvalidInputError("filters must be a dict with keys tags_any, category, since, until")
+    unknown = set(value) - {"tags_any", "category", "since", "until"}
+    if unknown:
+        raise InvalidInputError(f"unknown filter keys {sorted(unknown)}; use tags_any, category, since, until")
+
+    def when(v: Any, name: str) -> datetime | None:
+        if v is None:
+            return None
+        if not isinstance(v, datetime):
+            try:
+                v = datetime.fromisoformat(str(v))
+            except ValueError:
+                raise InvalidInputError(f"filter {name} must be an ISO date/time, got {str(v)[:40]!r}") from None
+        # Event times are stored with a time zone; a naive bound would never compare equal or less.
+        return v if v.tzinfo is not None else v.replace(tzinfo=timezone.utc)
+
+    tags = value.get("tags_any")
+    if tags is not None and (not isinstance(tags, list) or not all(isinstance(t, str) for t in tags)):
+        raise InvalidInputError("filter tags_any must be a list of strings")
+    return SearchFilters(
+        tags_any=tags,
+        category=value.get("category"),
+        since=when(value.get("since"), "since"),
+        until=when(value.get("until"), "until"),
+    )
+
+
+# --- retriever ------------------------------------------------------------------------------------
+
+
+class GraphmemRetriever(BaseRetriever):
+    """Notes of one scope for a query (vector, links or hybrid search), as Documents.
+
+    Per-call overrides go through `invoke` / `ainvoke` keyword arguments: ``k``, ``mode``, ``filters``.
+    Sync `invoke` needs a ``MemoryService``; `ainvoke` works with either service.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    service: Any = Field(exclude=True, description="AsyncMemoryService or MemoryService")
+    scope: Scope
+    k: int | None = None
+    mode: SearchMode | None = None
+    filters: SearchFilters | dict[str, Any] | None = None
+
+    _bridge: ServiceBridge = PrivateAttr()
+
+    def model_post_init(self, context: Any, /) -> None:
+        self._bridge = as_bridge(self.service)
+
+    def _work(self, query: str, k: int | None, mode: str | None, filters: Any) -> Any:
+        use_k = k if k is not None else self.k
+        use_mode = mode if mode is not None else self.mode
+        use_filters = to_filters(filters if filters is not None else self.filters)
+
+        async def work(svc: AsyncMemoryService) -> list[Document]:
+            hits = await svc.search(query, self.scope, k=use_k, mode=use_mode, filters=use_filters)  # type: ignore[arg-type]
+            return [hit_to_document(h) for h in hits]
+
+        return work
+
+    def _get_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,
+        k: int | None = None,
+        mode: str | None = None,
+        filters: SearchFilters | dict[str, Any] | None = None,
+    ) -> list[Document]:
+        result: list[Document] = self._bridge.run(self._work(query, k, mode, filters))
+        return result
+
+    async def _aget_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        k: int | None = None,
+        mode: str | None = None,
+        filters: SearchFilters | dict[str, Any] | None = None,
+    ) -> list[Document]:
+        result: list[Document] = await self._bridge.arun(self._work(query, k, mode, filters))
+        return result
+
+
+# --- chat message history -------------------------------------------------------------------------
+
+
+class GraphmemChatMessageHistory(BaseChatMessageHistory):
+    """A conversation kept in Neo4j, message for message, losslessly (``message_to_dict`` JSON).
+
+    Args:
+        service: AsyncMemoryService (async API only) or MemoryService (both).
+        scope: whose conversation it is; every node carries it.
+        session_id: the conversation (letters, digits, ``_ . : @ -``; up to 128 characters).
+        remember: also turn each human / AI message with text into a graphmem note (A-MEM add:
+            enrichment, links, evolution). Tool messages and AI messages without text are only kept
+            in the history.
+        window: `messages` returns only the newest N (the store keeps all). None keeps all.
+    """
+
+    def __init__(
+        self,
+        service: MemoryLike,
+        scope: Scope,
+        session_id: str,
+        *,
+        remember: bool = False,
+        window: int | None = None,
+    ) -> None:
+        self._bridge = as_bridge(service)
+        self.scope = scope
+        self.session_id = check_id(session_id, "session_id")
+        self.remember = remember
+        self.window = window
+
+    def _store(self, svc: AsyncMemoryService) -> Neo4jHistoryStore:
+        return history_store_for(svc.store)
+
+    async def _read(self, svc: AsyncMemoryService) -> list[BaseMessage]:
+        rows = await self._store(svc).messages(self.scope, self.session_id, last=self.window)
+        return messages_from_dict([json.loads(r) for r in rows])
+
+    async def _append(self, svc: AsyncMemoryService, messages: Sequence[BaseMessage]) -> None:
+        stored = [
+            StoredMessage(type=m.type, data_json=json.dumps(message_to_dict(m), ensure_ascii=False))
+            for m in messages
+        ]
+        await self._store(svc).append(self.scope, self.session_id, stored)
+        if self.remember:
+            for m in messages:
+                text = str(m.text).strip() if m.type in ("human", "ai") else ""
+                if not text:
+                    continue
+                meta = {"role": m.type, "session_id": self.session_id}
+                if m.name:
+                    meta["name"] = m.name[:200]
+                await svc.add(text, self.scope, source_id=m.id or None, metadata=meta, category="chat")
+
+    @property
+    def messages(self) -> list[BaseMessage]:  # type: ignore[override]
+        result: list[BaseMessage] = self._bridge.run(self._read)
+        return result
+
+    async def aget_messages(self) -> list[BaseMessage]:
+        result: list[BaseMessage] = await self._bridge.arun(self._read)
+        return result
+
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        messages = list(messages)
+        self._bridge.run(lambda svc: self._append(svc, messages))
+
+    async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
+        messages = list(messages)
+        await self._bridge.arun(lambda svc: self._append(svc, messages))
+
+    def clear(self) -> None:
+        self._bridge.run(lambda svc: self._store(svc).clear(self.scope, self.session_id))
+
+    async def aclear(self) -> None:
+        await self._bridge.arun(lambda svc: self._store(svc).clear(self.scope, self.session_id))
+
+
+# --- tools ----------------------------------------------------------------------------------------
+
+
+class RememberArgs(BaseModel):
+    content: str = Field(description="the fact, event or preference to remember, as one short self-contained text")
+    event_time: str | None = Field(
+        None, description="when it happened, if known (ISO date or words like '8 May 2023')"
+    )
+
+
+class RecallArgs(BaseModel):
+    query: str = Field(description="what to look for in memory")
+    k: int = Field(5, ge=1, le=50, description="how many notes to return")
+
+
+class LinkArgs(BaseModel):
+    source_id: str = Field(description="id of the note the link starts from")
+    target_id: str = Field(description="id of the note the link points to")
+    type: Literal["RELATED_TO", "SUPPORTS", "CONTRADICTS", "ELABORATES", "FOLLOWS", "SAME_TOPIC"] = Field(
+        "RELATED_TO", description="how the source relates to the target"
+    )
+    reason: str = Field("", description="one short sentence saying why")
+
+
+class ForgetArgs(BaseModel):
+    note_id: str = Field(description="id of the note to delete")
+
+
+def _line(hit: SearchHit) -> str:
+    n = hit.note
+    when = n.event_time_text or (n.event_time.date().isoformat() if n.event_time else "")
+    head = f"[{n.id}]" + (f" ({when})" if when else "")
+    via = f" [linked: {hit.linked_via[0].type.value}]" if hit.linked_via else ""
+    ctx = f" - context: {n.context}" if n.context else ""
+    return f"{head} {n.content}{ctx}{via}"
+
+
+def memory_tools(
+    service: MemoryLike,
+    scope: Scope,
+    *,
+    include: Sequence[str] = ("remember", "recall", "link", "forget"),
+    search_mode: SearchMode | None = None,
+) -> list[BaseTool]:
+    """Memory tools for an agent, bound to one scope chosen by the application.
+
+    ``remember`` adds a note (A-MEM: enrich, link, evolve), ``recall`` searches (text for the model,
+    Documents as the artifact), ``link`` links two notes, ``forget`` deletes one. Errors (unknown id,
+    empty text, LLM failure) come back to the model as the tool's text, not as exceptions.
+    """
+    bridge = as_bridge(service)
+
+    def both(work_of: Any) -> tuple[Any, Any]:
+        """(sync func, coroutine) calling the same async work; graphmem errors become ToolException."""
+
+        def func(**kwargs: Any) -> Any:
+            try:
+                return bridge.run(work_of(**kwargs))
+            except GraphmemError as exc:
+                raise ToolException(f"error: {exc}") from exc
+
+        async def coroutine(**kwargs: Any) -> Any:
+            try:
+                return await bridge.arun(work_of(**kwargs))
+            except GraphmemError as exc:
+                raise ToolException(f"error: {exc}") from exc
+
+        return func, coroutine
+
+    def remember(content: str, event_time: str | None = None) -> Any:
+        async def work(svc: AsyncMemoryService) -> str:
+            result = await svc.add(content, scope, event_time=event_time)
+            n = result.note
+            if not result.created:
+                return f"already remembered as note {n.id}"
+            links = ", ".join(f"{l.type.value} {l.target_id}" for l in result.links)
+            return f"remembered as note {n.id}" + (f"; keywords: {', '.join(n.keywords)}" if n.keywords else "") + (
+                f"; linked: {links}" if links else ""
+            )
+
+        return work
+
+    def recall(query: str, k: int = 5) -> Any:
+        async def work(svc: AsyncMemoryService) -> tuple[str, list[Document]]:
+            hits = await svc.search(query, scope, k=k, mode=search_mode)
+            if not hits:
+                return "no matching memories", []
+            return "\n".join(_line(h) for h in hits), [hit_to_document(h) for h in hits]
+
+        return work
+
+    def link(source_id: str, target_id: str, type: str = "RELATED_TO", reason: str = "") -> Any:
+        async def work(svc: AsyncMemoryService) -> str:
+            made = await svc.link(source_id, target_id, scope, LinkType(type), reason)
+            return f"linked {made.source_id} -[{made.type.value}]-> {made.target_id}"
+
+        return work
+
+    def forget(note_id: str) -> Any:
+        async def work(svc: AsyncMemoryService) -> str:
+            try:
+                check_id(note_id, "note id")
+            except ValueError as exc:
+                raise InvalidInputError(str(exc)) from None
+            deleted = await svc.delete(note_id, scope)
+            return f"forgot note {note_id}" if deleted else f"no note {note_id} in memory"
+
+        return work
+
+    specs: dict[str, tuple[Any, type[BaseModel], str, str]] = {
+        "remember": (remember, RememberArgs, "content", "Store a new memory (a fact, event or preference) for later."),
+        "recall": (
+            recall,
+            RecallArgs,
+            "content_and_artifact",
+            "Search memory for notes relevant to a query; returns one note per line with its id.",
+        ),
+        "link": (link, LinkArgs, "content", "Link two remembered notes (by id) with a typed relationship."),
+        "forget": (forget, ForgetArgs, "content", "Delete a remembered note by id."),
+    }
+    tools: list[BaseTool] = []
+    for name in include:
+        if name not in specs:
+            raise ValueError(f"unknown memory tool {name!r}; choose from {', '.join(specs)}")
+        work_of, schema, response_format, description = specs[name]
+        func, coroutine = both(work_of)
+        tools.append(
+            StructuredTool.from_function(
+                func=func,
+                coroutine=coroutine,
+                name=name,
+                description=description,
+                args_schema=schema,
+                response_format=response_format,  # type: ignore[arg-type]
+                handle_tool_error=True,
+            )
+        )
+    return tools

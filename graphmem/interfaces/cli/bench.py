@@ -1,0 +1,84 @@
+"""`graphmem bench`: import rate, search latency, index recall and disk use at growing scope sizes."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from graphmem.interfaces.cli import app
+from graphmem.interfaces.cli.common import JsonOpt, console, print_json
+
+
+def _default_data_dir(settings: Any) -> Path | None:
+    candidate = settings.home / "neo4j" / "server" / "data"
+    return candidate if candidate.is_dir() else None
+
+
+@app.command("bench")
+def bench_cmd(
+    sizes: Annotated[str, typer.Option("--sizes", help="scope sizes, comma-separated (grown in one scope)")] = "1000,10000,100000",
+    out: Annotated[Path, typer.Option("--out", help="output folder (bench.json, bench.md, latency_vs_size.png)")] = Path("eval-out/bench"),
+    data_dir: Annotated[
+        Path | None, typer.Option("--data-dir", help="Neo4j data folder, for bytes on disk per note (default: the managed server's)")
+    ] = None,
+    repetitions: Annotated[int, typer.Option("--repetitions", help="timed calls per measurement")] = 500,
+    warmup: Annotated[int, typer.Option("--warmup", help="untimed calls before each measurement")] = 50,
+    queries: Annotated[int, typer.Option("--queries", help="distinct query sentences")] = 100,
+    brute_reps: Annotated[int, typer.Option("--brute-reps", help="timed brute-force Cypher scans (at most 60 s each size)")] = 20,
+    k: Annotated[int, typer.Option("-k", help="top-k")] = 10,
+    seed: Annotated[int, typer.Option("--seed", help="seed of the synthetic sentences")] = 42,
+    links: Annotated[bool, typer.Option("--links/--no-links", help="add a FOLLOWS chain for the one-hop measurement")] = True,
+    keep: Annotated[bool, typer.Option("--keep", help="keep the bench scope afterwards")] = False,
+    scope_user: Annotated[str, typer.Option("--scope-user", help="user id prefix of the bench scope")] = "bench",
+    allow_1m: Annotated[bool, typer.Option("--allow-1m", help="allow sizes above 100,000 (slow: embedding alone takes long)")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Synthetic notes in bulk, then search latency p50/p95 vs exact NumPy and a brute-force Cypher scan."""
+    from graphmem.config import get_settings
+    from graphmem.errors import InvalidInputError
+    from graphmem.evaluation.bench import BenchConfig, run_bench
+    from graphmem.evaluation.report import write_outputs
+    from graphmem.service.memory import AsyncMemoryService
+
+    try:
+        size_list = sorted({int(x.replace("_", "")) for x in sizes.split(",") if x.strip()})
+    except ValueError:
+        raise InvalidInputError("--sizes must be integers, comma-separated") from None
+    if not size_list or size_list[0] < k:
+        raise InvalidInputError(f"--sizes must be at least k ({k})")
+    if size_list[-1] > 100_000 and not allow_1m:
+        raise InvalidInputError("sizes above 100,000 need --allow-1m")
+    if size_list[-1] > 1_000_000:
+        raise InvalidInputError("sizes above 1,000,000 are not supported")
+    if repetitions < 1 or queries < 1 or brute_reps < 1:
+        raise InvalidInputError("--repetitions, --queries and --brute-reps must be at least 1")
+    settings = get_settings()
+    cfg = BenchConfig(
+        sizes=size_list,
+        queries=queries,
+        repetitions=repetitions,
+        warmup=warmup,
+        brute_force_repetitions=brute_reps,
+        k=k,
+        seed=seed,
+        links=links,
+        keep=keep,
+        scope_user=scope_user,
+        data_dir=data_dir or _default_data_dir(settings),
+    )
+
+    async def main() -> dict[str, Any]:
+        async with await AsyncMemoryService.create(settings) as svc:
+            return await run_bench(svc, cfg, report=lambda m: console.print(f"[dim]{m}[/]"))
+
+    result = asyncio.run(main())
+    written = write_outputs(result, out)
+    if as_json:
+        print_json(result)
+        return
+    console.print((out / "bench.md").read_text(encoding="utf-8"))
+    for kind, path in written.items():
+        console.print(f"  {kind}: {path}")

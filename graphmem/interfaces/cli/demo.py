@@ -1,0 +1,148 @@
+"""`graphmem demo`: agentic memory end to end on the embedded defaults (local Neo4j, local LLM)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import datetime, timezone
+from typing import Annotated, Any
+
+import typer
+from rich.panel import Panel
+from rich.table import Table
+
+from graphmem.interfaces.cli import app
+from graphmem.interfaces.cli.common import console, print_json
+
+
+def _ensure_neo4j(settings: Any) -> str:
+    """Start the managed local Neo4j unless one already answers; return the Browser URL."""
+    from graphmem.local.neo4j_server import LocalNeo4j, endpoints
+
+    ends = endpoints(settings)
+    if ends.host in ("127.0.0.1", "localhost"):
+        with console.status("starting Neo4j (the first time fetches it with Maven)..."):
+            result = LocalNeo4j(settings).start()
+        how = "already running" if result.already_running else f"started in {result.seconds:.1f} s"
+        console.print(f"[green]Neo4j[/] {result.status.version or ''} {how}: {ends.bolt_uri}")
+    return ends.browser_url
+
+
+@app.command()
+def demo(
+    model: Annotated[str, typer.Option(help="local model: 1.5b (default) or 0.5b")] = "1.5b",
+    as_json: Annotated[bool, typer.Option("--json", help="print a JSON summary at the end")] = False,
+) -> None:
+    """Ingest a sample conversation, show notes, typed links, evolution and answers with their cost."""
+    from graphmem.config import get_settings
+
+    settings = get_settings()
+    if model not in ("1.5b", "0.5b"):
+        raise typer.BadParameter("--model must be 1.5b or 0.5b")
+    settings = settings.model_copy(update={"local_model": f"qwen2.5-coder-{model}"})
+    browser_url = _ensure_neo4j(settings)
+    summary = asyncio.run(_run(settings, browser_url))
+    if as_json:
+        print_json(summary)
+
+
+async def _run(settings: Any, browser_url: str) -> dict[str, Any]:
+    from graphmem.demo.sample import BROWSER_QUERY, CONVERSATION, QUESTIONS, as_note_text
+    from graphmem.models import Scope, Usage
+    from graphmem.service.memory import AsyncMemoryService
+
+    chat_model = None
+    if settings.resolved_llm_provider == "local":
+        from graphmem.llm.clients import make_chat_model
+        from graphmem.local.llm_server import LocalLLM
+
+        local = LocalLLM(settings)
+        with console.status(f"starting the local model {settings.local_model} ..."):
+            local.ensure_running()
+        console.print(f"[green]LLM[/] {settings.local_model} at {local.base_url}")
+        chat_model = make_chat_model(settings, local=local)
+    else:
+        console.print(f"[green]LLM[/] {settings.resolved_llm_provider}: {settings.llm_model}")
+
+    run_id = "run-" + datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    scope = Scope(user_id="demo", agent_id="demo", run_id=run_id)
+    total = Usage()
+    ingest = Usage()
+    notes: dict[str, str] = {}
+    links_out: list[dict[str, Any]] = []
+    evolved_out: list[dict[str, Any]] = []
+    per_note: list[float] = []
+    async with await AsyncMemoryService.create(settings, chat_model=chat_model) as svc:
+        console.rule(f"[bold]Ingesting {len(CONVERSATION)} turns into scope {scope}")
+        for i, turn in enumerate(CONVERSATION, 1):
+            text = as_note_text(turn)
+            started = time.perf_counter()
+            with console.status(f"note {i}/{len(CONVERSATION)}: construct, link, evolve ..."):
+                result = await svc.add(text, scope, event_time=turn.date, source_id=f"S{turn.session}:{i}")
+            per_note.append(time.perf_counter() - started)
+            total.add(result.usage)
+            ingest.add(result.usage)
+            n = result.note
+            notes[n.id] = text
+            console.print(f"[bold cyan]{i:2d}[/] [dim]{turn.date}[/] {text}")
+            console.print(f"    keywords: {', '.join(n.keywords) or '-'}")
+            console.print(f"    tags:     {', '.join(n.tags) or '-'}")
+            console.print(f"    context:  {n.context or '-'}  [dim]({n.enrichment.value})[/]")
+            for link in result.links:
+                target = notes.get(link.target_id, link.target_id)
+                console.print(f"    [green]-[{link.type.value}]->[/] {target[:70]}  [dim]because {link.reason}[/]")
+                links_out.append({"from": text, "to": target, "type": link.type.value, "reason": link.reason})
+            for change in result.evolved:
+                evolved_out.append({"note": notes.get(change.note_id, change.note_id), **change.model_dump(mode="json")})
+                console.print(f"    [magenta]evolved[/] {notes.get(change.note_id, change.note_id)[:70]}")
+                console.print(f"      before: {change.before.get('context')!r} {change.before.get('tags')}")
+                console.print(f"      after:  {change.after.get('context')!r} {change.after.get('tags')}")
+            for why in result.rejected:
+                console.print(f"    [yellow]rejected proposal:[/] {why}")
+            console.print(f"    [dim]{result.usage.llm_calls} LLM calls, {result.usage.total_tokens} tokens, {per_note[-1]:.1f} s[/]")
+
+        console.rule("[bold]Questions that need several sessions")
+        answers = []
+        for q in QUESTIONS:
+            with console.status(f"asking: {q}"):
+                res = await svc.ask(q, scope)
+            total.add(res.usage)
+            console.print(Panel(res.answer, title=q, title_align="left"))
+            table = Table("how found", "note", box=None, show_header=False)
+            for h in res.notes:
+                how = ",".join(h.found_by)
+                if h.linked_via:
+                    how += f" via {h.linked_via[0].type.value}"
+                table.add_row(f"[dim]{how}[/]", h.note.content[:90])
+            console.print(table)
+            console.print(
+                f"[dim]context {res.context_tokens} tokens; LLM {res.usage.input_tokens} in / "
+                f"{res.usage.output_tokens} out; {res.usage.total_seconds:.1f} s[/]"
+            )
+            answers.append({"question": q, "answer": res.answer, "notes": [h.note.content for h in res.notes],
+                            "context_tokens": res.context_tokens, "input_tokens": res.usage.input_tokens,
+                            "output_tokens": res.usage.output_tokens})
+
+    calls_per_note = ingest.llm_calls / len(CONVERSATION)
+    console.rule("[bold]Summary")
+    ordered = sorted(per_note)
+    console.print(
+        f"{len(CONVERSATION)} notes, {len(links_out)} typed links, {len(evolved_out)} neighbour evolutions; "
+        f"{ingest.llm_calls} LLM calls to ingest ({calls_per_note:.1f} per note), {total.repairs} of all calls "
+        f"needed repair; median {ordered[len(ordered) // 2]:.1f} s per note"
+    )
+    console.print(f"\nOpen Neo4j Browser: [link]{browser_url}[/link]\nthen paste:")
+    console.print(f":param user_id => 'demo'\n:param run_id => '{run_id}'", markup=False)
+    console.print(BROWSER_QUERY, markup=False)
+    return {
+        "scope": str(scope),
+        "notes": len(CONVERSATION),
+        "links": links_out,
+        "evolved": evolved_out,
+        "answers": answers,
+        "llm_calls": total.llm_calls,
+        "llm_calls_per_note": round(calls_per_note, 2),
+        "repairs": total.repairs,
+        "median_seconds_per_note": ordered[len(ordered) // 2],
+        "browser_url": browser_url,
+    }

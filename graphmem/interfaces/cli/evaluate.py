@@ -1,0 +1,198 @@
+"""`graphmem eval locomo` (QA with the configured LLM) and `graphmem eval retrieval` (LLM-free)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from graphmem.interfaces.cli import app
+from graphmem.interfaces.cli.common import JsonOpt, console, print_json
+
+eval_app = typer.Typer(help="Evaluate graphmem on LoCoMo (QA with an LLM, or retrieval without one).", no_args_is_help=True)
+app.add_typer(eval_app, name="eval")
+
+DataOpt = Annotated[Path, typer.Option("--data", help="LoCoMo JSON file (e.g. locomo10.json); never copied")]
+ConvOpt = Annotated[
+    str | None, typer.Option("--conversations", "-c", help="sample ids or 1-based positions, comma-separated (default all)")
+]
+SessOpt = Annotated[str | None, typer.Option("--sessions", "-s", help="session numbers: '1', '1-3', '1,4' (default all)")]
+MaxQOpt = Annotated[int | None, typer.Option("--max-questions", help="at most this many questions per conversation")]
+
+
+@contextmanager
+def progress_bars() -> Iterator[Callable[[str, int, int], None]]:
+    """A rich progress display; yields `update(label, done, total)`, one bar per label."""
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=False,
+    ) as bars:
+        tasks: dict[str, Any] = {}
+
+        def update(label: str, done: int, total: int) -> None:
+            if label not in tasks:
+                tasks[label] = bars.add_task(label, total=total)
+            bars.update(tasks[label], completed=done, total=total)
+
+        yield update
+
+
+def _settings(**overrides: Any) -> Any:
+    from graphmem.config import get_settings
+
+    s = get_settings()
+    updates = {k: v for k, v in overrides.items() if v is not None}
+    return s.model_copy(update=updates) if updates else s
+
+
+def _conversations(data: Path, conversations: str | None) -> list[Any]:
+    from graphmem.evaluation.locomo import load_locomo, select
+
+    ids = [x.strip() for x in conversations.split(",") if x.strip()] if conversations else None
+    return select(load_locomo(data), ids)
+
+
+def _print_outputs(written: dict[str, Path]) -> None:
+    for kind, path in written.items():
+        console.print(f"  {kind}: {path}")
+
+
+@eval_app.command("locomo")
+def locomo_cmd(
+    data: DataOpt,
+    out: Annotated[Path, typer.Option("--out", help="output folder (answers.jsonl, qa.json, qa.md, plot)")] = Path("eval-out/locomo"),
+    conversations: ConvOpt = None,
+    sessions: SessOpt = None,
+    max_questions: MaxQOpt = None,
+    mode: Annotated[str | None, typer.Option("--mode", help="search mode: vector | links | hybrid (default: setting)")] = None,
+    k: Annotated[int | None, typer.Option("-k", help="notes retrieved per question (default: setting)")] = None,
+    baseline: Annotated[str, typer.Option("--baseline", help="none | full-context (also answer with the whole conversation)")] = "none",
+    baseline_only: Annotated[bool, typer.Option("--baseline-only", help="run only the baseline (no ingest)")] = False,
+    categories: Annotated[str, typer.Option("--categories", help="category ids, comma-separated")] = "1,2,3,4,5",
+    cat5_prompt: Annotated[str, typer.Option("--cat5-prompt", help="options (A-MEM/LoCoMo: shows the distractor) | open")] = "options",
+    judge: Annotated[bool, typer.Option("--judge", help="also grade answers of categories 1-4 with the LLM judge")] = False,
+    temperature: Annotated[float | None, typer.Option("--temperature", help="LLM temperature (default: setting, 0)")] = None,
+    tag: Annotated[str | None, typer.Option("--tag", help="scope tag (default: derived from model and ablation settings)")] = None,
+    token_budget: Annotated[int | None, typer.Option("--token-budget", help="context token budget of ask")] = None,
+    ingest_only: Annotated[bool, typer.Option("--ingest-only", help="store the turns, answer nothing")] = False,
+    seed: Annotated[int, typer.Option("--seed", help="seed of the category-5 option order")] = 0,
+    as_json: JsonOpt = False,
+) -> None:
+    """QA on LoCoMo: full A-MEM ingest per conversation (resumable), answers via ask, A-MEM and LoCoMo metrics."""
+    from graphmem.errors import InvalidInputError
+    from graphmem.evaluation.locomo import parse_sessions
+    from graphmem.evaluation.qa import QAConfig, run_qa_eval
+    from graphmem.evaluation.report import write_outputs
+    from graphmem.service.memory import AsyncMemoryService
+
+    if baseline not in ("none", "full-context"):
+        raise InvalidInputError("--baseline must be none or full-context")
+    if cat5_prompt not in ("options", "open"):
+        raise InvalidInputError("--cat5-prompt must be options or open")
+    if mode is not None and mode not in ("vector", "links", "hybrid"):
+        raise InvalidInputError("--mode must be vector, links or hybrid")
+    systems: tuple[str, ...] = ("memory",)
+    if baseline == "full-context":
+        systems = ("full-context",) if baseline_only else ("memory", "full-context")
+    cfg = QAConfig(
+        tag=tag,
+        sessions=parse_sessions(sessions),
+        categories=tuple(int(c) for c in categories.split(",") if c.strip()),
+        max_questions=max_questions,
+        mode=mode,
+        k=k,
+        token_budget=token_budget,
+        systems=systems,
+        cat5_prompt=cat5_prompt,  # type: ignore[arg-type]
+        judge=judge,
+        seed=seed,
+        ingest_only=ingest_only,
+    )
+    settings = _settings(llm_temperature=temperature)
+    convs = _conversations(data, conversations)
+
+    async def main(update: Callable[[str, int, int], None]) -> dict[str, Any]:
+        async with await AsyncMemoryService.create(settings) as svc:
+            return await run_qa_eval(svc, convs, cfg, out, progress=update)
+
+    with progress_bars() as update:
+        result = asyncio.run(main(update))
+    written = write_outputs(result, out)
+    if as_json:
+        print_json(result)
+        return
+    console.print((out / "qa.md").read_text(encoding="utf-8"))
+    _print_outputs(written)
+
+
+@eval_app.command("retrieval")
+def retrieval_cmd(
+    data: DataOpt,
+    out: Annotated[Path, typer.Option("--out", help="output folder (retrieval.json, retrieval.md, recall_at_k.png)")] = Path("eval-out/retrieval"),
+    conversations: ConvOpt = None,
+    sessions: SessOpt = None,
+    max_questions: MaxQOpt = None,
+    ks: Annotated[str, typer.Option("--ks", help="k values, comma-separated")] = "1,5,10,20,40,50",
+    modes: Annotated[str, typer.Option("--modes", help="vector,links,hybrid,dense,full")] = "vector,links,hybrid,dense,full",
+    follows_links: Annotated[
+        bool, typer.Option("--follows-links", help="ABLATION: link each turn to the previous one of its session (FOLLOWS)")
+    ] = False,
+    reuse_tag: Annotated[
+        str | None, typer.Option("--reuse-tag", help="evaluate existing scopes locomo-<tag>-<sample> (e.g. enriched by `eval locomo`)")
+    ] = None,
+    token_budget: Annotated[int | None, typer.Option("--token-budget", help="budget for budget_recall@k (default: setting)")] = None,
+    tag: Annotated[str | None, typer.Option("--tag", help="scope tag of the raw notes (default raw-<embed text>[-follows])")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """LLM-free retrieval eval: evidence recall@k, all-evidence hit@k and context tokens per mode."""
+    from graphmem.errors import InvalidInputError
+    from graphmem.evaluation.locomo import parse_sessions
+    from graphmem.evaluation.report import write_outputs
+    from graphmem.evaluation.retrieval import ALL_MODES, RetrievalConfig, run_retrieval_eval
+    from graphmem.service.memory import AsyncMemoryService
+
+    mode_list = tuple(m.strip() for m in modes.split(",") if m.strip())
+    bad = [m for m in mode_list if m not in ALL_MODES]
+    if bad:
+        raise InvalidInputError(f"unknown mode(s) {', '.join(bad)}; known: {', '.join(ALL_MODES)}")
+    try:
+        k_list = tuple(sorted({int(x) for x in ks.split(",") if x.strip()}))
+    except ValueError:
+        raise InvalidInputError("--ks must be integers, comma-separated") from None
+    if not k_list or min(k_list) < 1 or max(k_list) > 1000:
+        raise InvalidInputError("--ks must be between 1 and 1000")
+    cfg = RetrievalConfig(
+        ks=k_list,
+        modes=mode_list,
+        sessions=parse_sessions(sessions),
+        follows_links=follows_links,
+        reuse_tag=reuse_tag,
+        max_questions=max_questions,
+        token_budget=token_budget,
+        tag=tag,
+    )
+    settings = _settings()
+    convs = _conversations(data, conversations)
+
+    async def main(update: Callable[[str, int, int], None]) -> dict[str, Any]:
+        async with await AsyncMemoryService.create(settings) as svc:
+            return await run_retrieval_eval(svc, convs, cfg, progress=update)
+
+    with progress_bars() as update:
+        result = asyncio.run(main(update))
+    written = write_outputs(result, out)
+    if as_json:
+        print_json(result)
+        return
+    console.print((out / "retrieval.md").read_text(encoding="utf-8"))
+    _print_outputs(written)

@@ -1,0 +1,297 @@
+"""Note commands: add, search, ask, show, list, delete, link, repair, import, export."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from graphmem.interfaces.cli import app
+from graphmem.interfaces.cli.common import (
+    AgentOpt,
+    JsonOpt,
+    RunOpt,
+    UserOpt,
+    console,
+    make_scope,
+    print_json,
+)
+from graphmem.models import AddResult, SearchHit
+
+T = TypeVar("T")
+
+
+def run_service(work: Callable[[Any], Awaitable[T]]) -> T:
+    """Open the service from settings, run one coroutine with it, close it."""
+    from graphmem.config import get_settings
+    from graphmem.service.memory import AsyncMemoryService
+
+    async def main() -> T:
+        async with await AsyncMemoryService.create(get_settings()) as svc:
+            return await work(svc)
+
+    return asyncio.run(main())
+
+
+def _hit_json(hit: SearchHit) -> dict[str, Any]:
+    return hit.model_dump(mode="json", exclude={"note": {"embedding"}})
+
+
+def _print_add(result: AddResult) -> None:
+    n = result.note
+    console.print(f"[bold green]{'added' if result.created else 'already stored'}[/] {n.id}")
+    console.print(f"  keywords: {', '.join(n.keywords) or '-'}\n  tags:     {', '.join(n.tags) or '-'}")
+    console.print(f"  context:  {n.context or '-'}  [dim]({n.enrichment.value})[/]")
+    for link in result.links:
+        console.print(f"  [cyan]-[{link.type.value}]->[/] {link.target_id}  [dim]{link.reason}[/]")
+    for change in result.evolved:
+        console.print(f"  [magenta]evolved[/] {change.note_id}: {change.before.get('context')!r} -> {change.after.get('context')!r}")
+    for why in result.rejected:
+        console.print(f"  [yellow]rejected[/] {why}")
+    u = result.usage
+    console.print(f"  [dim]{u.llm_calls} LLM calls, {u.total_tokens} tokens, {u.total_seconds:.2f} s[/]")
+
+
+@app.command()
+def add(
+    content: Annotated[str, typer.Argument(help="the memory text; '-' reads standard input")],
+    user: UserOpt = "default",
+    agent: AgentOpt = "default",
+    run: RunOpt = "default",
+    note_id: Annotated[str | None, typer.Option("--id", help="client-given id (idempotent)")] = None,
+    event_time: Annotated[str | None, typer.Option("--time", help="when it happened (ISO or free text)")] = None,
+    dedupe: Annotated[bool, typer.Option(help="reuse a note with the same content")] = False,
+    raw: Annotated[bool, typer.Option("--raw", help="no LLM calls: store and embed only")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Add a memory: construct the note, link it, evolve its neighbours."""
+    scope = make_scope(user, agent, run)
+    text = sys.stdin.read() if content == "-" else content
+    result = run_service(
+        lambda svc: svc.add(
+            text, scope, note_id=note_id, event_time=event_time, dedupe_content=dedupe,
+            enrich=False if raw else None,
+        )
+    )
+    if as_json:
+        print_json(result.model_dump(mode="json", exclude={"note": {"embedding"}}))
+    else:
+        _print_add(result)
+
+
+@app.command()
+def search(
+    query: str,
+    user: UserOpt = "default",
+    agent: AgentOpt = "default",
+    run: RunOpt = "default",
+    k: Annotated[int, typer.Option("-k", help="number of primary hits")] = 10,
+    mode: Annotated[str, typer.Option(help="vector | links | hybrid")] = "links",
+    as_json: JsonOpt = False,
+) -> None:
+    """Search the scope's notes; linked notes are expanded one hop."""
+    scope = make_scope(user, agent, run)
+    hits = run_service(lambda svc: svc.search(query, scope, k=k, mode=mode))  # type: ignore[arg-type]
+    if as_json:
+        print_json([_hit_json(h) for h in hits])
+        return
+    table = Table("score", "found by", "id", "content", "context")
+    for h in hits:
+        how = ",".join(h.found_by)
+        if h.linked_via:
+            how += f" ({h.linked_via[0].type.value} from {h.linked_via[0].from_id[:8]})"
+        table.add_row(f"{h.score:.3f}", how, h.note.id[:12], h.note.content[:80], h.note.context[:60])
+    console.print(table)
+
+
+@app.command()
+def ask(
+    question: str,
+    user: UserOpt = "default",
+    agent: AgentOpt = "default",
+    run: RunOpt = "default",
+    k: Annotated[int | None, typer.Option("-k")] = None,
+    budget: Annotated[int | None, typer.Option(help="context token budget")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Answer a question from the scope's memory."""
+    scope = make_scope(user, agent, run)
+    result = run_service(lambda svc: svc.ask(question, scope, k=k, token_budget=budget))
+    if as_json:
+        print_json(result.model_dump(mode="json", exclude={"notes": {"__all__": {"note": {"embedding"}}}}))
+        return
+    console.print(f"[bold]{result.answer}[/]")
+    for h in result.notes:
+        console.print(f"  [dim]{','.join(h.found_by)}[/] {h.note.content[:100]}")
+    u = result.usage
+    console.print(f"[dim]context {result.context_tokens} tokens; LLM {u.input_tokens} in / {u.output_tokens} out[/]")
+
+
+@app.command()
+def show(
+    note_id: str,
+    user: UserOpt = "default",
+    agent: AgentOpt = "default",
+    run: RunOpt = "default",
+    as_json: JsonOpt = False,
+) -> None:
+    """Show a note with its links and evolution history."""
+    scope = make_scope(user, agent, run)
+
+    async def work(svc: Any) -> Any:
+        return await svc.get(note_id, scope), await svc.links(note_id, scope), await svc.history(note_id, scope)
+
+    note, links, history = run_service(work)
+    if as_json:
+        print_json({
+            "note": note.model_dump(mode="json", exclude={"embedding"}),
+            "links": [l.model_dump(mode="json") for l in links],
+            "history": [h.model_dump(mode="json") for h in history],
+        })
+        return
+    console.print(f"[bold]{note.id}[/] v{note.version} [dim]{note.scope}[/]\n{note.content}")
+    console.print(f"context: {note.context}\nkeywords: {', '.join(note.keywords)}\ntags: {', '.join(note.tags)}")
+    for l in links:
+        console.print(f"  {l.source_id[:12]} -[{l.type.value}]-> {l.target_id[:12]}  [dim]{l.reason}[/]")
+    for h in history:
+        console.print(f"  [dim]v{h.version} ({h.changed_by}): {h.context}[/]")
+
+
+@app.command("list")
+def list_notes(
+    user: UserOpt = "default",
+    agent: AgentOpt = "default",
+    run: RunOpt = "default",
+    limit: int = 50,
+    offset: int = 0,
+    as_json: JsonOpt = False,
+) -> None:
+    """List the scope's notes, newest first."""
+    scope = make_scope(user, agent, run)
+    notes = run_service(lambda svc: svc.list(scope, limit=limit, offset=offset))
+    if as_json:
+        print_json([n.model_dump(mode="json", exclude={"embedding"}) for n in notes])
+        return
+    table = Table("id", "created", "content", "tags")
+    for n in notes:
+        table.add_row(n.id[:12], n.created_at.strftime("%Y-%m-%d %H:%M"), n.content[:80], ", ".join(n.tags[:4]))
+    console.print(table)
+
+
+@app.command()
+def delete(
+    note_id: str,
+    user: UserOpt = "default",
+    agent: AgentOpt = "default",
+    run: RunOpt = "default",
+    as_json: JsonOpt = False,
+) -> None:
+    """Delete a note with its versions and links (nothing dangles)."""
+    scope = make_scope(user, agent, run)
+    deleted = run_service(lambda svc: svc.delete(note_id, scope))
+    if as_json:
+        print_json({"deleted": deleted, "id": note_id})
+    elif deleted:
+        console.print(f"deleted {note_id}")
+    else:
+        console.print(f"[yellow]no note {note_id} in scope {scope}[/]")
+        raise typer.Exit(1)
+
+
+@app.command()
+def link(
+    source_id: str,
+    target_id: str,
+    link_type: Annotated[str, typer.Option("--type", help="RELATED_TO, SUPPORTS, CONTRADICTS, ELABORATES, FOLLOWS, SAME_TOPIC")] = "RELATED_TO",
+    reason: str = "",
+    user: UserOpt = "default",
+    agent: AgentOpt = "default",
+    run: RunOpt = "default",
+    as_json: JsonOpt = False,
+) -> None:
+    """Link two notes of the scope by hand."""
+    scope = make_scope(user, agent, run)
+    made = run_service(lambda svc: svc.link(source_id, target_id, scope, link_type, reason))
+    if as_json:
+        print_json(made.model_dump(mode="json"))
+    else:
+        console.print(f"{made.source_id} -[{made.type.value}]-> {made.target_id}")
+
+
+@app.command()
+def repair(
+    user: UserOpt = "default",
+    agent: AgentOpt = "default",
+    run: RunOpt = "default",
+    limit: int = 100,
+    as_json: JsonOpt = False,
+) -> None:
+    """Re-run note construction for notes stored raw after an LLM failure."""
+    scope = make_scope(user, agent, run)
+    n = run_service(lambda svc: svc.repair(scope, limit=limit))
+    print_json({"repaired": n}) if as_json else console.print(f"repaired {n} notes")
+
+
+@app.command("export")
+def export_cmd(
+    out: Annotated[Path, typer.Argument(help="JSONL file to write ('-' for stdout)")],
+    user: UserOpt = "default",
+    agent: AgentOpt = "default",
+    run: RunOpt = "default",
+) -> None:
+    """Export the scope's notes (with embeddings and links) as JSONL; `import` restores them exactly."""
+    scope = make_scope(user, agent, run)
+    records = run_service(lambda svc: svc.export_notes(scope))
+    lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    if str(out) == "-":
+        sys.stdout.write(lines)
+    else:
+        out.write_text(lines, encoding="utf-8")
+        console.print(f"exported {len(records)} notes to {out}")
+
+
+@app.command("import")
+def import_cmd(
+    path: Annotated[Path, typer.Argument(help="JSONL from `graphmem export`, or a LoCoMo JSON file")],
+    user: UserOpt = "default",
+    agent: AgentOpt = "default",
+    run: RunOpt = "default",
+    fmt: Annotated[str, typer.Option("--format", help="jsonl | locomo")] = "jsonl",
+    as_json: JsonOpt = False,
+) -> None:
+    """Import notes: graphmem JSONL (exact round trip) or LoCoMo conversations (one note per turn, raw)."""
+    from graphmem.errors import InvalidInputError
+
+    scope = make_scope(user, agent, run)
+    if not path.is_file():
+        raise InvalidInputError(f"no such file: {path}")
+    if fmt == "jsonl":
+        records = []
+        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if line.strip():
+                try:
+                    records.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise InvalidInputError(f"{path}:{i}: not JSON ({exc.msg})") from None
+        n = run_service(lambda svc: svc.import_notes(records, scope))
+    elif fmt == "locomo":
+        from graphmem.evaluation.locomo import load_locomo, turn_inputs
+
+        conversations = load_locomo(path)
+        items = [item for conv in conversations for item in turn_inputs(conv)]
+        with Progress(TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), console=console) as bar:
+            task = bar.add_task("import", total=len(items))
+            ids = run_service(
+                lambda svc: svc.add_many(items, scope, batch_size=256, progress=lambda d, t: bar.update(task, completed=d))
+            )
+        n = len(ids)
+    else:
+        raise InvalidInputError("--format must be jsonl or locomo")
+    print_json({"imported": n}) if as_json else console.print(f"imported {n} notes into {scope}")

@@ -1,0 +1,213 @@
+"""MCP server (official ``mcp`` SDK 2.x, ``MCPServer``) exposing graphmem as tools: add, search, ask,
+get, delete. The scope is fixed by settings (``GRAPHMEM_MCP_USER_ID`` / ``_AGENT_ID`` / ``_RUN_ID``):
+a client cannot name another scope. Transport: stdio (``graphmem mcp``).
+
+Client configuration (e.g. Claude Desktop, ``mcpServers``)::
+
+    {"graphmem": {"command": "graphmem", "args": ["mcp"],
+                  "env": {"GRAPHMEM_MCP_USER_ID": "alice"}}}
+"""
+
+# No `from __future__ import annotations`: the SDK reads the tool signatures at runtime.
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import ToolAnnotations
+from pydantic import Field
+
+from graphmem import __version__
+from graphmem.config import Settings, load_settings
+from graphmem.errors import ConfigError, GraphmemError
+from graphmem.models import Note, Scope, SearchHit
+from graphmem.service.memory import AsyncMemoryService
+
+log = logging.getLogger(__name__)
+
+INSTRUCTIONS = (
+    "graphmem is a long-term memory of atomic notes linked by typed relationships. "
+    "Use `add` to remember a fact, event or preference (one self-contained statement), `search` to find "
+    "notes (with their ids), `ask` for an answer written from memory, `get` for one note with its links, "
+    "`delete` to forget a note by id."
+)
+
+
+def mcp_scope(settings: Settings) -> Scope:
+    try:
+        return Scope(user_id=settings.mcp_user_id, agent_id=settings.mcp_agent_id, run_id=settings.mcp_run_id)
+    except ValueError as exc:
+        raise ConfigError(f"GRAPHMEM_MCP_USER_ID / _AGENT_ID / _RUN_ID: {exc}") from None
+
+
+def _note_brief(note: Note) -> dict[str, Any]:
+    return {
+        "id": note.id,
+        "content": note.content,
+        "context": note.context,
+        "keywords": note.keywords,
+        "tags": note.tags,
+        "event_time": note.event_time.isoformat() if note.event_time else note.event_time_text,
+        "created_at": note.created_at.isoformat(),
+    }
+
+
+def _hit_brief(hit: SearchHit) -> dict[str, Any]:
+    out = _note_brief(hit.note)
+    out["score"] = round(hit.score, 4)
+    out["found_by"] = list(hit.found_by)
+    if hit.linked_via:
+        out["linked_via"] = [{"from_id": v.from_id, "type": v.type.value, "reason": v.reason} for v in hit.linked_via]
+    return out
+
+
+class _ServiceSlot:
+    """The service the tools use: given by the caller, or opened by the server's lifespan."""
+
+    def __init__(self, service: AsyncMemoryService | None) -> None:
+        self.service = service
+
+    def get(self) -> AsyncMemoryService:
+        if self.service is None:
+            raise ToolError("graphmem is not connected yet")
+        return self.service
+
+
+def create_mcp_server(settings: Settings | None = None, service: AsyncMemoryService | None = None) -> MCPServer[Any]:
+    """Build the MCP server. With `service` given it is used (and not closed); otherwise the server
+    opens one from `settings` when it starts and closes it when it stops."""
+    settings = settings or (service.settings if service is not None else load_settings())
+    scope = mcp_scope(settings)
+    slot = _ServiceSlot(service)
+
+    @asynccontextmanager
+    async def lifespan(server: MCPServer[Any]) -> AsyncIterator[dict[str, Any]]:
+        if slot.service is not None:
+            yield {}
+            return
+        svc = await AsyncMemoryService.create(settings)
+        slot.service = svc
+        try:
+            yield {}
+        finally:
+            slot.service = None
+            await svc.close()
+
+    server: MCPServer[Any] = MCPServer(
+        "graphmem",
+        title="graphmem memory",
+        description="A-MEM agentic memory on Neo4j",
+        instructions=INSTRUCTIONS,
+        version=__version__,
+        lifespan=lifespan,
+        log_level="WARNING",
+    )
+
+    async def call(work: Any) -> Any:
+        try:
+            return await work(slot.get())
+        except (GraphmemError, ValueError) as exc:  # ValueError: e.g. a malformed note id
+            raise ToolError(str(exc)) from exc
+
+    @server.tool(
+        description="Remember something: stores it as a note, enriched with keywords, context and tags, "
+        "linked to related notes.",
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False),
+    )
+    async def add(
+        content: Annotated[str, Field(description="the fact, event or preference to remember")],
+        event_time: Annotated[
+            str | None, Field(description="when it happened, ISO 8601 or words ('8 May 2023')")
+        ] = None,
+    ) -> dict[str, Any]:
+        async def work(svc: AsyncMemoryService) -> dict[str, Any]:
+            result = await svc.add(content, scope, event_time=event_time)
+            return {
+                "created": result.created,
+                "note": _note_brief(result.note),
+                "links": [{"target_id": l.target_id, "type": l.type.value, "reason": l.reason} for l in result.links],
+                "evolved": [c.note_id for c in result.evolved],
+            }
+
+        out: dict[str, Any] = await call(work)
+        return out
+
+    @server.tool(
+        description="Search memory: the most relevant notes with ids and scores; linked notes are included.",
+        annotations=ToolAnnotations(read_only_hint=True),
+    )
+    async def search(
+        query: Annotated[str, Field(description="what to look for")],
+        k: Annotated[int, Field(ge=1, le=100, description="number of primary hits")] = 5,
+        mode: Annotated[
+            Literal["vector", "links", "hybrid"] | None,
+            Field(description="vector, links (vector + linked notes) or hybrid (+ full-text)"),
+        ] = None,
+    ) -> dict[str, Any]:
+        async def work(svc: AsyncMemoryService) -> dict[str, Any]:
+            hits = await svc.search(query, scope, k=k, mode=mode)
+            return {"hits": [_hit_brief(h) for h in hits]}
+
+        out: dict[str, Any] = await call(work)
+        return out
+
+    @server.tool(
+        description="Answer a question from memory; returns the answer and the notes it used.",
+        annotations=ToolAnnotations(read_only_hint=True),
+    )
+    async def ask(
+        question: Annotated[str, Field(description="the question")],
+        k: Annotated[int | None, Field(ge=1, le=100, description="notes to retrieve")] = None,
+    ) -> dict[str, Any]:
+        async def work(svc: AsyncMemoryService) -> dict[str, Any]:
+            result = await svc.ask(question, scope, k=k)
+            return {
+                "answer": result.answer,
+                "notes": [_hit_brief(h) for h in result.notes],
+                "context_tokens": result.context_tokens,
+            }
+
+        out: dict[str, Any] = await call(work)
+        return out
+
+    @server.tool(
+        description="One note by id, with its typed links.",
+        annotations=ToolAnnotations(read_only_hint=True),
+    )
+    async def get(note_id: Annotated[str, Field(description="the note id")]) -> dict[str, Any]:
+        async def work(svc: AsyncMemoryService) -> dict[str, Any]:
+            note = await svc.get(note_id, scope)
+            links = await svc.links(note_id, scope)
+            return {
+                "note": {**_note_brief(note), "version": note.version},
+                "links": [
+                    {"source_id": l.source_id, "target_id": l.target_id, "type": l.type.value, "reason": l.reason}
+                    for l in links
+                ],
+            }
+
+        out: dict[str, Any] = await call(work)
+        return out
+
+    @server.tool(
+        description="Forget a note by id (its links go with it).",
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True),
+    )
+    async def delete(note_id: Annotated[str, Field(description="the note id")]) -> dict[str, Any]:
+        async def work(svc: AsyncMemoryService) -> dict[str, Any]:
+            return {"id": note_id, "deleted": await svc.delete(note_id, scope)}
+
+        out: dict[str, Any] = await call(work)
+        return out
+
+    return server
+
+
+def run_stdio(settings: Settings | None = None) -> None:
+    """Serve over stdin/stdout until the client closes the connection."""
+    settings = settings or load_settings()
+    mcp_scope(settings)  # fail before the transport starts, with a message naming the setting
+    create_mcp_server(settings).run("stdio")

@@ -1,0 +1,184 @@
+"""LLM calls with one retry layer (tenacity), output repair, and token/latency accounting.
+
+Transport failures (429 with Retry-After, 5xx, timeouts, resets) are retried with backoff; the
+chat model's own retries are off (max_retries=0) so there is exactly one policy. Malformed output
+is first repaired locally (fenced JSON, one bad item among good ones), then re-asked a bounded
+number of times; after that the caller gets None and degrades (the note is stored raw and marked).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from collections.abc import Sequence
+from typing import Any, Literal, TypeVar
+
+import httpx
+import openai
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from pydantic import BaseModel, ValidationError
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_exponential_jitter,
+)
+
+from graphmem.errors import LLMError
+from graphmem.llm.prompts import repair_message
+from graphmem.models import Usage
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T", bound=BaseModel)
+Method = Literal["json_schema", "function_calling", "json_mode"]
+
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Worth retrying: rate limits, server errors, timeouts, dropped connections."""
+    if isinstance(exc, (openai.RateLimitError, openai.APITimeoutError, openai.APIConnectionError)):
+        return True
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code == 429 or exc.status_code >= 500
+    return isinstance(exc, (httpx.TimeoutException, httpx.TransportError, TimeoutError, ConnectionError))
+
+
+def _retry_after(exc: BaseException | None) -> float | None:
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    value = headers.get("retry-after")
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+class _WaitRetryAfter:
+    """Honour Retry-After when the server sends one (capped), else exponential backoff with jitter."""
+
+    def __init__(self, cap: float) -> None:
+        self._cap = cap
+        self._fallback = wait_exponential_jitter(multiplier=0.5, max=cap)
+
+    def __call__(self, state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        after = _retry_after(exc)
+        if after is not None:
+            return min(max(after, 0.0), self._cap)
+        return float(self._fallback(state))
+
+
+def extract_json(raw: AIMessage) -> Any:
+    """The JSON a model meant to send: tool-call args, or the content (fenced or surrounded by prose)."""
+    if raw.tool_calls:
+        return raw.tool_calls[0]["args"]
+    text = raw.content if isinstance(raw.content, str) else json.dumps(raw.content)
+    fenced = _FENCE.search(text)
+    if fenced:
+        text = fenced.group(1)
+    start, end = text.find("{"), text.rfind("}")
+    if start < 0 or end <= start:
+        raise ValueError("no JSON object in the reply")
+    return json.loads(text[start : end + 1])
+
+
+def _record_usage(usage: Usage, raw: BaseMessage | None) -> None:
+    meta = getattr(raw, "usage_metadata", None) or {}
+    usage.input_tokens += int(meta.get("input_tokens", 0) or 0)
+    usage.output_tokens += int(meta.get("output_tokens", 0) or 0)
+
+
+class LLMCaller:
+    """Calls one chat model for structured output or text, with retries, repair and accounting."""
+
+    def __init__(
+        self,
+        model: BaseChatModel,
+        *,
+        method: Method = "function_calling",
+        max_retries: int = 3,
+        repair_attempts: int = 1,
+        max_wait: float = 30.0,
+    ) -> None:
+        self.model = model
+        self.method = method
+        self.max_retries = max_retries
+        self.repair_attempts = repair_attempts
+        self._wait = _WaitRetryAfter(max_wait)
+        self._bound: dict[type[BaseModel], Any] = {}
+
+    def _structured(self, schema: type[BaseModel]) -> Any:
+        if schema not in self._bound:
+            kwargs: dict[str, Any] = {"method": self.method, "include_raw": True}
+            if self.method == "json_schema":
+                kwargs["strict"] = False
+            self._bound[schema] = self.model.with_structured_output(schema, **kwargs)
+        return self._bound[schema]
+
+    async def _invoke(self, runnable: Any, messages: Sequence[BaseMessage], usage: Usage) -> Any:
+        """One logical call: transient failures retried here; LLMError when they never stop."""
+        try:
+            async for attempt in AsyncRetrying(
+                retry=retry_if_exception(is_transient),
+                stop=stop_after_attempt(self.max_retries + 1),
+                wait=self._wait,
+                reraise=True,
+            ):
+                with attempt:
+                    started = time.perf_counter()
+                    try:
+                        return await runnable.ainvoke(list(messages))
+                    finally:
+                        usage.llm_calls += 1
+                        usage.llm_seconds += time.perf_counter() - started
+        except Exception as exc:
+            if is_transient(exc):
+                raise LLMError(f"LLM unavailable after {self.max_retries + 1} attempts: {type(exc).__name__}: {exc}") from exc
+            raise LLMError(f"LLM call failed: {type(exc).__name__}: {exc}") from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def structured(
+        self, schema: type[T], messages: Sequence[BaseMessage], usage: Usage
+    ) -> tuple[T | None, list[str]]:
+        """Return (parsed, rejected item notes); parsed is None when output stayed unusable.
+
+        Raises LLMError only for transport failures that outlived every retry.
+        """
+        history = list(messages)
+        runnable = self._structured(schema)
+        for round_no in range(self.repair_attempts + 1):
+            out = await self._invoke(runnable, history, usage)
+            raw: AIMessage | None = out.get("raw")
+            _record_usage(usage, raw)
+            parsed = out.get("parsed")
+            if isinstance(parsed, schema):
+                return parsed, []
+            usage.repairs += 1 if round_no == 0 else 0
+            error = str(out.get("parsing_error") or "no structured output")
+            if raw is not None:
+                try:
+                    data = extract_json(raw)
+                    lenient = getattr(schema, "lenient", None)
+                    if lenient is not None:
+                        model, rejected = lenient(data)
+                        return model, rejected
+                    return schema.model_validate(data), []
+                except (ValueError, ValidationError, TypeError, KeyError) as exc:
+                    error = f"{type(exc).__name__}: {exc}"
+                history = [*history, raw, repair_message(error)] if not raw.tool_calls else [*messages, repair_message(error)]
+            log.info("structured output for %s unusable (round %d): %.200s", schema.__name__, round_no, error)
+        return None, []
+
+    async def text(self, messages: Sequence[BaseMessage], usage: Usage) -> str:
+        raw = await self._invoke(self.model, messages, usage)
+        _record_usage(usage, raw)
+        content = raw.content
+        return content if isinstance(content, str) else json.dumps(content)

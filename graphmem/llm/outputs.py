@@ -1,0 +1,106 @@
+"""Pydantic schemas the LLM must fill (via with_structured_output), and their lenient readers.
+
+Small local models sometimes return one bad item among good ones; `lenient` keeps the good items
+and names the bad ones instead of failing the whole answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError, field_validator
+
+from graphmem.models import LinkType
+
+_MAX_ITEMS = 12
+_MAX_WORD = 60
+
+
+def _clean_words(values: Any) -> list[str]:
+    if isinstance(values, str):
+        values = [v for v in values.replace(";", ",").split(",")]
+    if not isinstance(values, list):
+        return []
+    out: list[str] = []
+    for v in values:
+        if not isinstance(v, str):
+            continue
+        v = " ".join(v.split())[:_MAX_WORD]
+        if v and v.lower() not in {o.lower() for o in out}:
+            out.append(v)
+    return out[:_MAX_ITEMS]
+
+
+class NoteEnrichment(BaseModel):
+    """A-MEM note construction: keywords, one-line context, tags."""
+
+    keywords: list[str] = Field(description="3-7 key concepts of the note, most important first; no names of speakers, no dates")
+    context: str = Field(description="one sentence: topic, key points and purpose of the note")
+    tags: list[str] = Field(description="3-6 broad categories: domain, format, type")
+
+    @field_validator("keywords", "tags", mode="before")
+    @classmethod
+    def _words(cls, v: Any) -> list[str]:
+        return _clean_words(v)
+
+    @field_validator("context", mode="before")
+    @classmethod
+    def _context(cls, v: Any) -> str:
+        if not isinstance(v, str):
+            raise ValueError("context must be a string")
+        return " ".join(v.split())[:500]
+
+    def is_usable(self) -> bool:
+        return bool(self.keywords) and bool(self.context)
+
+
+class ProposedLink(BaseModel):
+    target_id: str = Field(description="id of one of the shown neighbour notes")
+    type: LinkType = Field(description="relation of the NEW note to the neighbour")
+    reason: str = Field(description="why they are linked, a short phrase")
+    strength: float = Field(0.5, ge=0.0, le=1.0, description="0..1, how strong the relation is")
+
+
+class ProposedUpdate(BaseModel):
+    note_id: str = Field(description="id of the neighbour note to update")
+    context: str | None = Field(None, description="new one-sentence context for the neighbour, or null")
+    tags: list[str] | None = Field(None, description="new full tag list for the neighbour, or null")
+    keywords: list[str] | None = Field(None, description="new full keyword list for the neighbour, or null")
+
+    @field_validator("tags", "keywords", mode="before")
+    @classmethod
+    def _words(cls, v: Any) -> list[str] | None:
+        return None if v is None else _clean_words(v)
+
+
+class EvolutionDecision(BaseModel):
+    """A-MEM link generation + memory evolution, with real ids instead of list positions."""
+
+    links: list[ProposedLink] = Field(default_factory=list, description="links from the new note to neighbours")
+    neighbour_updates: list[ProposedUpdate] = Field(
+        default_factory=list, description="neighbours whose context/tags/keywords should evolve"
+    )
+
+    @classmethod
+    def lenient(cls, data: Any) -> tuple[EvolutionDecision, list[str]]:
+        """Keep every valid item; return the reasons the others were rejected."""
+        rejected: list[str] = []
+        links: list[ProposedLink] = []
+        updates: list[ProposedUpdate] = []
+        if not isinstance(data, dict):
+            raise ValueError("expected a JSON object")
+        for item in data.get("links") or []:
+            try:
+                links.append(ProposedLink.model_validate(item))
+            except ValidationError as exc:
+                rejected.append(f"link {str(item)[:80]}: {exc.errors()[0]['msg']}")
+        for item in data.get("neighbour_updates") or []:
+            try:
+                updates.append(ProposedUpdate.model_validate(item))
+            except ValidationError as exc:
+                rejected.append(f"update {str(item)[:80]}: {exc.errors()[0]['msg']}")
+        return cls(links=links, neighbour_updates=updates), rejected
+
+
+class Answer(BaseModel):
+    answer: str = Field(description="the short answer")

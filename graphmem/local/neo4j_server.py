@@ -1,0 +1,371 @@
+"""A local Neo4j Community server without Docker: jars from Maven Central, started with plain ``java``.
+
+Layout under ``Settings.home`` (outside the repository; jars: see ``neo4j_dist``)::
+
+    neo4j/dist/<version>/       pom.xml, lib/ (jars), plugins/, fetch.log   one per Neo4j version
+    neo4j/<instance>/           conf/neo4j.conf, data/, logs/, run/, import/,
+                                console.log, neo4j.pid, server.json         one per server
+
+Only ``java`` (17+ for 5.x, 21+ for 2025.x) and ``mvn`` (for the first fetch) are needed. The
+server runs detached (own session, logs to ``console.log``) so it outlives the CLI; ``stop``
+sends SIGTERM and, after 30 s, SIGKILL.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from graphmem.config import Settings
+from graphmem.errors import LocalServiceError, StoreUnavailableError
+from graphmem.local.neo4j_dist import Neo4jDist, required_java
+from graphmem.local.process import file_lock, pid_alive, port_in_use, tail, terminate
+
+Report = Callable[[str], None]
+
+_LOCAL_HOSTS = {"127.0.0.1", "localhost"}  # the server listens on 127.0.0.1 only
+
+# The default `server.jvm.additional` list of the 5.26 distribution, which `bin/neo4j` would add.
+_JVM_FLAGS = (
+    "-XX:+UseG1GC",
+    "-XX:-OmitStackTraceInFastThrow",
+    "-XX:+UnlockExperimentalVMOptions",
+    "-XX:+TrustFinalNonStaticFields",
+    "-XX:+DisableExplicitGC",
+    "-Djdk.nio.maxCachedBufferSize=1024",
+    "-Dio.netty.tryReflectionSetAccessible=true",
+    "-Djdk.tls.ephemeralDHKeySize=2048",
+    "-Djdk.tls.rejectClientInitiatedRenegotiation=true",
+    "--add-opens=java.base/java.nio=ALL-UNNAMED",
+    "--add-opens=java.base/java.io=ALL-UNNAMED",
+    "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+    "--add-opens=java.base/java.util.concurrent=ALL-UNNAMED",
+    "--enable-native-access=ALL-UNNAMED",
+    "-Dlog4j2.disable.jmx=true",
+    "-Dfile.encoding=UTF-8",
+)
+
+
+@dataclass(frozen=True)
+class Endpoints:
+    """Where the local server listens, derived from NEO4J_URI and GRAPHMEM_NEO4J_HTTP_PORT."""
+
+    host: str
+    bolt_port: int
+    http_port: int
+    username: str | None  # None: auth off
+
+    @property
+    def bolt_uri(self) -> str:
+        return f"bolt://{self.host}:{self.bolt_port}"
+
+    @property
+    def http_url(self) -> str:
+        return f"http://{self.host}:{self.http_port}/"
+
+    @property
+    def browser_url(self) -> str:
+        # Browser 5.24 reads `preselectAuthMethod` (NO_AUTH / NATIVE / SSO) and a user in `dbms`.
+        if self.username is None:
+            return f"http://{self.host}:{self.http_port}/browser/?dbms={self.bolt_uri}&preselectAuthMethod=NO_AUTH"
+        return (
+            f"http://{self.host}:{self.http_port}/browser/?dbms=bolt://{self.username}@{self.host}:"
+            f"{self.bolt_port}&preselectAuthMethod=NATIVE"
+        )
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    running: bool  # the server this instance manages is alive
+    answering: bool  # a Neo4j answers Bolt at bolt_uri with these credentials (managed or not)
+    problem: str | None  # why Bolt does not answer (unreachable, refused credentials, ...)
+    pid: int | None
+    version: str
+    bolt_uri: str
+    http_url: str
+    browser_url: str
+    auth: bool
+    log: str
+    data: str
+    home: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class StartResult:
+    status: ServerStatus
+    already_running: bool
+    fetched: bool  # jars were downloaded / copied this time
+    seconds: float  # wall time of the whole start
+
+
+def endpoints(settings: Settings) -> Endpoints:
+    """Parse NEO4J_URI; the managed server only listens on this machine, without TLS."""
+    parts = urlsplit(settings.neo4j_uri)
+    if parts.scheme not in ("bolt", "neo4j"):
+        raise LocalServiceError(
+            f"NEO4J_URI={settings.neo4j_uri}: the local server speaks plain bolt:// (no TLS); "
+            f"use bolt://127.0.0.1:<port>"
+        )
+    host = parts.hostname or "127.0.0.1"
+    if host not in _LOCAL_HOSTS:
+        raise LocalServiceError(
+            f"NEO4J_URI={settings.neo4j_uri} points at another machine; `graphmem neo4j` manages only a "
+            f"server on this one (use bolt://127.0.0.1:<port>)"
+        )
+    try:
+        port = parts.port or 7687
+    except ValueError:
+        raise LocalServiceError(f"NEO4J_URI={settings.neo4j_uri}: invalid port") from None
+    if port == settings.neo4j_http_port:
+        raise LocalServiceError(
+            f"NEO4J_URI port {port} equals GRAPHMEM_NEO4J_HTTP_PORT; Bolt and HTTP need different ports"
+        )
+    username = settings.neo4j_username if settings.neo4j_password is not None else None
+    return Endpoints("127.0.0.1", port, settings.neo4j_http_port, username)
+
+
+class LocalNeo4j:
+    """Fetch, start, stop and inspect one local Neo4j server (``instance``) under ``settings.home``."""
+
+    def __init__(self, settings: Settings, *, instance: str = "server", report: Report | None = None) -> None:
+        if not re.fullmatch(r"[A-Za-z0-9_.-]+", instance) or instance == "dist":
+            raise ValueError(f"bad instance name {instance!r}")
+        self.settings = settings
+        self.version = settings.neo4j_version
+        self.ends = endpoints(settings)
+        self._report = report or (lambda _msg: None)
+        root = settings.home.expanduser().resolve() / "neo4j"
+        self.dist = Neo4jDist(root / "dist" / self.version, self.version, settings.neo4j_browser_version, self._report)
+        self.dir = root / instance
+
+    # --- paths ---
+    @property
+    def conf_dir(self) -> Path:
+        return self.dir / "conf"
+
+    @property
+    def console_log(self) -> Path:
+        return self.dir / "console.log"
+
+    @property
+    def pid_file(self) -> Path:
+        return self.dir / "neo4j.pid"
+
+    @property
+    def state_file(self) -> Path:
+        return self.dir / "server.json"
+
+    # --- status ---
+    def pid(self) -> int | None:
+        """The pid of this instance's server if it is alive (checks the command line against pid reuse)."""
+        try:
+            pid = int(self.pid_file.read_text().strip())
+        except (OSError, ValueError):
+            return None
+        return pid if pid_alive(pid, str(self.conf_dir)) else None
+
+    def status(self) -> ServerStatus:
+        pid = self.pid()
+        state = self._read_state() if pid else {}
+        from graphmem.store.probe import ensure_reachable  # the store owns the driver
+
+        bolt_uri = str(state.get("bolt_uri", self.ends.bolt_uri))
+        problem: str | None = None
+        try:
+            ensure_reachable(bolt_uri, self.settings.neo4j_auth, database=self.settings.neo4j_database, timeout=2.0)
+        except StoreUnavailableError as exc:
+            problem = str(exc)
+        return ServerStatus(
+            running=pid is not None,
+            answering=problem is None,
+            problem=problem,
+            pid=pid,
+            version=str(state.get("version", self.version)),
+            bolt_uri=bolt_uri,
+            http_url=str(state.get("http_url", self.ends.http_url)),
+            browser_url=str(state.get("browser_url", self.ends.browser_url)),
+            auth=bool(state.get("auth", self.ends.username is not None)),
+            log=str(self.console_log),
+            data=str(self.dir / "data"),
+            home=str(self.dir),
+        )
+
+    def _read_state(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.state_file.read_text())
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def java_command(self, java: str = "java") -> list[str]:
+        """The server's command line. -Xms/-Xmx must be given here: without the `bin/neo4j`
+        launcher, server.memory.heap.* in neo4j.conf is never applied."""
+        _, main_class = required_java(self.version)
+        heap = self.settings.neo4j_heap
+        classpath = f"{self.dist.lib}/*:{self.dist.plugins}/*"
+        return [
+            java, f"-Xms{heap}", f"-Xmx{heap}", *_JVM_FLAGS, "-cp", classpath, main_class,
+            f"--home-dir={self.dist.root}", f"--config-dir={self.conf_dir}", "--console-mode",
+        ]  # fmt: skip
+
+    def render_conf(self) -> str:
+        """neo4j.conf with absolute paths; 127.0.0.1 only; auth on exactly when NEO4J_PASSWORD is set."""
+        d, e, s = self.dir, self.ends, self.settings
+        lines = [
+            "# Written by `graphmem neo4j start` on every start; edits are overwritten.",
+            f"server.directories.data={d / 'data'}",
+            f"server.directories.logs={d / 'logs'}",
+            f"server.directories.run={d / 'run'}",
+            f"server.directories.import={d / 'import'}",
+            f"server.directories.plugins={self.dist.plugins}",
+            f"server.directories.transaction.logs.root={d / 'data' / 'transactions'}",
+            f"server.default_listen_address={e.host}",
+            f"server.default_advertised_address={e.host}",
+            "server.bolt.enabled=true",
+            f"server.bolt.listen_address={e.host}:{e.bolt_port}",
+            f"server.bolt.advertised_address={e.host}:{e.bolt_port}",
+            "server.http.enabled=true",
+            f"server.http.listen_address={e.host}:{e.http_port}",
+            f"server.http.advertised_address={e.host}:{e.http_port}",
+            "server.https.enabled=false",
+            f"dbms.security.auth_enabled={'true' if e.username is not None else 'false'}",
+            # Community serves one user database; NEO4J_DATABASE names it when the store is created.
+            f"initial.dbms.default_database={s.neo4j_database}",
+            f"server.memory.pagecache.size={s.neo4j_pagecache}",
+            "dbms.usage_report.enabled=false",
+            "db.transaction.timeout=120s",
+        ]
+        return "\n".join(lines) + "\n"
+
+    # --- start / stop ---
+    def start(self, timeout: float = 120.0) -> StartResult:
+        """Start the server (or find it running) and wait until Bolt answers."""
+        t0 = time.monotonic()
+        auth = self.settings.neo4j_auth
+        with file_lock(self.dir / ".lock"):  # the CLI and a test fixture may race
+            pid = self.pid()
+            if pid is not None:
+                self._report(f"Neo4j is already running (pid {pid}); waiting for Bolt")
+                self._wait(auth, timeout, proc=None)
+                return StartResult(self.status(), True, False, time.monotonic() - t0)
+            self._check_ports()
+            java = self.dist.java()
+            if auth is not None and len(auth[1]) < 8:
+                raise LocalServiceError("NEO4J_PASSWORD must have at least 8 characters (Neo4j's minimum)")
+            fetched = self.dist.ensure()
+            self._prepare_dirs()
+            if auth is not None:
+                self._set_initial_password(java, auth[1])
+            proc = self._spawn(java)
+            try:
+                self._report(f"Starting Neo4j {self.version} (pid {proc.pid}); waiting for Bolt on {self.ends.bolt_uri}")
+                self._wait(auth, timeout, proc=proc)
+            except _CredentialsRefused:
+                raise  # the server is up and healthy; leave it running so the password can be fixed
+            except BaseException:
+                # A server that never became ready is stopped, not left half-started.
+                terminate(proc.pid, 10.0)
+                proc.wait(timeout=5)
+                self.pid_file.unlink(missing_ok=True)
+                raise
+            return StartResult(self.status(), False, fetched, time.monotonic() - t0)
+
+    def _check_ports(self) -> None:
+        e = self.ends
+        for port, what in ((e.bolt_port, "Bolt port (from NEO4J_URI)"), (e.http_port, "HTTP port (GRAPHMEM_NEO4J_HTTP_PORT)")):
+            if port_in_use(port, e.host):
+                raise LocalServiceError(
+                    f"{what} {port} is already in use by another program, not by the graphmem-managed server "
+                    f"in {self.dir}. If it is a Neo4j you run yourself, graphmem can use it as it is (no need "
+                    f"to start one); otherwise free the port or pick others, e.g. "
+                    f"NEO4J_URI=bolt://127.0.0.1:{e.bolt_port + 10000} GRAPHMEM_NEO4J_HTTP_PORT={e.http_port + 10000}"
+                )
+
+    def _prepare_dirs(self) -> None:
+        for sub in ("conf", "data", "logs", "run", "import"):
+            (self.dir / sub).mkdir(parents=True, exist_ok=True)
+        (self.conf_dir / "neo4j.conf").write_text(self.render_conf())
+
+    def _admin_env(self) -> dict[str, str]:
+        return {**os.environ, "NEO4J_HOME": str(self.dist.root), "NEO4J_CONF": str(self.conf_dir)}
+
+    def _set_initial_password(self, java: str, password: str) -> None:
+        """Give the neo4j user NEO4J_PASSWORD, once per store.
+
+        Checked on 5.26.30: the admin tool's auth.ini is applied at the next start while the user
+        still has the default password, so this also works for a store first run with auth off.
+        After that the store keeps its password; a changed NEO4J_PASSWORD is not applied.
+        """
+        marker = self.dir / "data" / ".graphmem-initial-password-set"
+        if marker.exists():
+            return
+        self._report("Setting the initial password of the neo4j user")
+        cmd = [
+            java, "-cp", f"{self.dist.lib}/*", "org.neo4j.cli.AdminTool",
+            "dbms", "set-initial-password", password, "--require-password-change=false",
+        ]  # fmt: skip
+        out = subprocess.run(cmd, capture_output=True, text=True, env=self._admin_env(), check=False)
+        if out.returncode != 0:
+            text = (out.stdout + out.stderr).replace(password, "***").strip()
+            raise LocalServiceError(f"neo4j-admin dbms set-initial-password failed: {text[-1500:]}")
+        marker.write_text("the neo4j user's initial password was set by graphmem\n")
+
+    def _spawn(self, java: str) -> subprocess.Popen[bytes]:
+        cmd = self.java_command(java)
+        with self.console_log.open("wb") as log:
+            # A new session: the server outlives the CLI and ignores the terminal's Ctrl-C / hangup.
+            proc = subprocess.Popen(
+                cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                cwd=self.dir, start_new_session=True, close_fds=True,
+            )  # fmt: skip
+        self.pid_file.write_text(f"{proc.pid}\n")
+        state = {
+            "pid": proc.pid, "version": self.version, "bolt_uri": self.ends.bolt_uri,
+            "http_url": self.ends.http_url, "browser_url": self.ends.browser_url,
+            "auth": self.ends.username is not None, "started_at": time.time(),
+        }  # fmt: skip
+        self.state_file.write_text(json.dumps(state, indent=2))
+        return proc
+
+    def _wait(self, auth: tuple[str, str] | None, timeout: float, proc: subprocess.Popen[bytes] | None) -> None:
+        from graphmem.store.probe import CredentialsRefusedError, wait_for_bolt  # the store owns the driver
+
+        try:
+            wait_for_bolt(self.ends.bolt_uri, auth, database=self.settings.neo4j_database, timeout=timeout, proc=proc)
+        except CredentialsRefusedError as exc:
+            raise _CredentialsRefused(
+                f"{exc}\nThe server is running (pid {self.pid()}), but this store keeps the password it "
+                f"was first given: use that one, change it in Browser ({self.ends.browser_url}) with "
+                f"ALTER CURRENT USER SET PASSWORD FROM 'old' TO 'new', or stop the server and remove "
+                f"{self.dir / 'data'} to start afresh"
+            ) from None
+        except StoreUnavailableError as exc:
+            log = tail(self.console_log, 25)
+            raise LocalServiceError(f"{exc}\n--- last lines of {self.console_log} ---\n{log}") from None
+
+    def stop(self, timeout: float = 30.0) -> int | None:
+        """SIGTERM, wait up to ``timeout`` s, then SIGKILL. Return the pid stopped, None if not running."""
+        with file_lock(self.dir / ".lock"):  # the CLI and a test fixture may race
+            pid = self.pid()
+            if pid is None:
+                self.pid_file.unlink(missing_ok=True)
+                return None
+            self._report(f"Stopping Neo4j (pid {pid})")
+            terminate(pid, timeout)
+            self.pid_file.unlink(missing_ok=True)
+            return pid
+
+
+class _CredentialsRefused(LocalServiceError):
+    """Started, but NEO4J_USERNAME / NEO4J_PASSWORD do not match the store's user."""

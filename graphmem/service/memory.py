@@ -1,0 +1,675 @@
+"""AsyncMemoryService: the A-MEM algorithm on the Neo4j store.
+
+add:    validate -> construct (LLM: keywords, context, tags) -> embed -> neighbours (HNSW, in scope)
+        -> link + evolve decision (LLM, real ids) -> validate proposals -> re-embed evolved neighbours
+        -> ONE write transaction (note, typed links, neighbour versions and updates).
+search: vector top-k in scope, + one hop along typed links, optionally fused with full-text (RRF).
+ask:    search -> context within a token budget -> answer (LLM) with notes used and tokens spent.
+
+The LLM proposes, this module decides, the store (Cypher) executes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+from typing import Any, Literal
+
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
+from pydantic import BaseModel, Field, ValidationError
+
+from graphmem.config import Settings, load_settings
+from graphmem.errors import ConflictError, InvalidInputError, LLMError, NoteNotFoundError
+from graphmem.llm.calls import LLMCaller
+from graphmem.llm.outputs import EvolutionDecision, NoteEnrichment
+from graphmem.llm.prompts import answer_messages, enrich_messages, evolve_messages
+from graphmem.models import (
+    AddResult,
+    AskResult,
+    EnrichmentStatus,
+    Link,
+    LinkType,
+    NeighbourChange,
+    Note,
+    NoteVersion,
+    Scope,
+    SearchHit,
+    Usage,
+    check_id,
+    utcnow,
+)
+from graphmem.service.text import embed_text, parse_event_time, validate_content, validate_metadata
+from graphmem.store.neo4j_store import AddWrite, NeighbourUpdate, Neo4jNoteStore, SearchFilters
+from graphmem.store.schema import bootstrap_schema
+
+log = logging.getLogger(__name__)
+
+SearchMode = Literal["vector", "links", "hybrid"]
+Progress = Callable[[int, int], None]
+_RRF_K = 60  # the usual reciprocal-rank-fusion constant
+
+
+class NoteInput(BaseModel):
+    """One note to add in bulk (import, LoCoMo ingest, benchmarks)."""
+
+    content: str
+    note_id: str | None = None
+    event_time: datetime | str | None = None
+    category: str | None = None
+    source_id: str | None = None
+    metadata: dict[str, str] = Field(default_factory=dict)
+    keywords: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+    context: str = ""
+
+
+class AsyncMemoryService:
+    """The one service API every interface uses. Create with `await AsyncMemoryService.create()`."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: Neo4jNoteStore,
+        embedder: Embeddings,
+        chat_model: BaseChatModel | None = None,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.embedder = embedder
+        self._chat_model = chat_model
+        self._llm: LLMCaller | None = None
+        self._local_llm: Any = None
+        self._background: set[asyncio.Task[None]] = set()
+
+    # --- lifecycle ------------------------------------------------------------------------------
+
+    @classmethod
+    async def create(
+        cls,
+        settings: Settings | None = None,
+        *,
+        chat_model: BaseChatModel | None = None,
+        embedder: Embeddings | None = None,
+        bootstrap: bool = True,
+    ) -> AsyncMemoryService:
+        """Connect to Neo4j (clear error if unreachable), bootstrap the schema, wire the embedder."""
+        from graphmem.embeddings import embedding_dimensions, make_embedder
+
+        settings = settings or load_settings()
+        store = Neo4jNoteStore.from_settings(settings)
+        try:
+            await store.verify()
+            emb = embedder or make_embedder(settings)
+            if bootstrap:
+                await bootstrap_schema(store, embedding_dimensions(emb))
+        except BaseException:
+            await store.close()
+            raise
+        return cls(settings, store, emb, chat_model)
+
+    async def close(self) -> None:
+        if self._background:
+            await asyncio.gather(*self._background, return_exceptions=True)
+        await self.store.close()
+
+    async def __aenter__(self) -> AsyncMemoryService:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def llm(self) -> LLMCaller:
+        """The LLM, created on first use (the local model starts only when a call needs it)."""
+        if self._llm is None:
+            from graphmem.llm.clients import make_chat_model, structured_method
+
+            model = self._chat_model
+            if model is None:
+                local = None
+                if self.settings.resolved_llm_provider == "local":
+                    from graphmem.local.llm_server import LocalLLM
+
+                    local = self._local_llm = LocalLLM(self.settings)
+                    local.ensure_running()
+                model = make_chat_model(self.settings, local=local)
+            self._llm = LLMCaller(
+                model,
+                method=structured_method(self.settings),
+                max_retries=self.settings.llm_max_retries,
+                repair_attempts=self.settings.llm_repair_attempts,
+            )
+        return self._llm
+
+    # --- helpers --------------------------------------------------------------------------------
+
+    async def _embed(self, texts: Sequence[str], usage: Usage | None = None) -> list[list[float]]:
+        if not texts:
+            return []
+        started = time.perf_counter()
+        vectors = await self.embedder.aembed_documents(list(texts))
+        if usage is not None:
+            usage.embed_seconds += time.perf_counter() - started
+        return vectors
+
+    async def _embed_query(self, text: str, usage: Usage | None = None) -> list[float]:
+        started = time.perf_counter()
+        vector = await self.embedder.aembed_query(text)
+        if usage is not None:
+            usage.embed_seconds += time.perf_counter() - started
+        return vector
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _touch(self, ids: list[str], scope: Scope) -> None:
+        try:
+            await self.store.touch(ids, scope)
+        except Exception as exc:  # access statistics must never fail a read
+            log.warning("could not record retrieval of %d notes: %s", len(ids), exc)
+
+    async def _enrich(self, content: str, usage: Usage) -> NoteEnrichment | None:
+        try:
+            result, _ = await self.llm.structured(NoteEnrichment, enrich_messages(content), usage)
+        except LLMError as exc:
+            log.warning("note construction failed, storing raw: %s", exc)
+            return None
+        if result is None or not result.is_usable():
+            return None
+        return result
+
+    async def _require(self, note_id: str, scope: Scope) -> Note:
+        check_id(note_id, "note id")
+        note = await self.store.get(note_id, scope)
+        if note is None:
+            raise NoteNotFoundError(note_id)
+        return note
+
+    def _plan_evolution(
+        self, note: Note, neighbours: Sequence[Note], decision: EvolutionDecision, rejected: list[str]
+    ) -> tuple[list[Link], list[tuple[Note, dict[str, Any]]]]:
+        """Keep only proposals that target shown neighbours with known types (never stored otherwise)."""
+        shown = {n.id: n for n in neighbours}
+        by_loose = {n.id.strip().lower(): n.id for n in neighbours}
+        links: dict[str, Link] = {}
+        if self.settings.enable_links:
+            for p in decision.links:
+                target = by_loose.get(p.target_id.strip().lower())
+                if target is None:
+                    rejected.append(f"link to unknown id {p.target_id[:40]!r}")
+                    continue
+                if target in links:
+                    continue
+                links[target] = Link(
+                    source_id=note.id,
+                    target_id=target,
+                    type=LinkType(p.type),
+                    reason=p.reason.strip()[:300],
+                    strength=p.strength,
+                )
+        updates: dict[str, tuple[Note, dict[str, Any]]] = {}
+        if self.settings.enable_evolution:
+            for u in decision.neighbour_updates:
+                target = by_loose.get(u.note_id.strip().lower())
+                if target is None:
+                    rejected.append(f"update of unknown id {u.note_id[:40]!r}")
+                    continue
+                old = shown[target]
+                new = {
+                    "context": (u.context or "").strip()[:500] or old.context,
+                    "tags": u.tags or old.tags,
+                    "keywords": u.keywords or old.keywords,
+                }
+                if new == {"context": old.context, "tags": old.tags, "keywords": old.keywords}:
+                    continue
+                updates[target] = (old, new)
+        return list(links.values()), list(updates.values())
+
+    # --- writes ---------------------------------------------------------------------------------
+
+    async def add(
+        self,
+        content: str,
+        scope: Scope,
+        *,
+        note_id: str | None = None,
+        event_time: datetime | str | None = None,
+        category: str | None = None,
+        source_id: str | None = None,
+        metadata: dict[str, str] | None = None,
+        dedupe_content: bool = False,
+        enrich: bool | None = None,
+        evolve: bool | None = None,
+    ) -> AddResult:
+        """Add one memory the A-MEM way. Never loses the note: LLM failures store it raw and mark it."""
+        started = time.perf_counter()
+        usage = Usage()
+        content = validate_content(content, self.settings.max_content_chars)
+        if note_id is not None:
+            check_id(note_id, "note id")
+        meta = validate_metadata(metadata)
+        ev_time, ev_text = parse_event_time(event_time)
+
+        # Idempotent add: the same id (or, on request, the same content) never makes a second note.
+        existing_id = note_id
+        if existing_id is None and dedupe_content:
+            existing_id = await self.store.find_by_content(content, scope)
+        if existing_id is not None:
+            existing = await self.store.get(existing_id, scope)
+            if existing is not None:
+                return AddResult(note=existing, created=False, usage=usage)
+            if note_id is not None and await self.store.scope_of(note_id) is not None:
+                raise ConflictError(f"note id {note_id!r} is already in use")
+
+        note_kwargs: dict[str, Any] = {} if note_id is None else {"id": note_id}
+        note = Note(
+            **note_kwargs,
+            content=content,
+            scope=scope,
+            event_time=ev_time,
+            event_time_text=ev_text,
+            category=category,
+            source_id=source_id,
+            metadata=meta,
+        )
+        do_enrich = self.settings.enable_enrichment if enrich is None else enrich
+        if do_enrich:
+            enrichment = await self._enrich(content, usage)
+            if enrichment is None:
+                note.enrichment = EnrichmentStatus.PENDING
+            else:
+                note.keywords, note.context, note.tags = enrichment.keywords, enrichment.context, enrichment.tags
+        else:
+            note.enrichment = EnrichmentStatus.RAW
+
+        variant = self.settings.embed_text_variant
+        (embedding,) = await self._embed([embed_text(note, variant)], usage)
+
+        links: list[Link] = []
+        changes: list[tuple[Note, dict[str, Any]]] = []
+        rejected: list[str] = []
+        do_evolve = (self.settings.enable_links or self.settings.enable_evolution) and (
+            evolve if evolve is not None else do_enrich
+        )
+        if do_evolve and note.enrichment == EnrichmentStatus.DONE and self.settings.neighbour_k > 0:
+            links, changes, rejected = await self._decide(note, embedding, usage)
+
+        updates = await self._neighbour_updates(changes, usage)
+        t0 = time.perf_counter()
+        created, written, versions = await self.store.add(
+            AddWrite(note=note, embedding=embedding, links=links, updates=updates, variant=variant)
+        )
+        usage.store_seconds += time.perf_counter() - t0
+        if not created:  # a concurrent add of the same id won the race: idempotent, nothing written
+            existing = await self.store.get(note.id, scope)
+            assert existing is not None
+            usage.total_seconds = time.perf_counter() - started
+            return AddResult(note=existing, created=False, usage=usage)
+        evolved = [
+            NeighbourChange(
+                note_id=old.id,
+                before={"context": old.context, "tags": old.tags, "keywords": old.keywords, "version": old.version},
+                after={**new, "version": versions[old.id]},
+            )
+            for old, new in changes
+            if old.id in versions
+        ]
+        usage.total_seconds = time.perf_counter() - started
+        return AddResult(note=note, created=True, links=written, evolved=evolved, rejected=rejected, usage=usage)
+
+    async def _decide(
+        self, note: Note, embedding: list[float], usage: Usage
+    ) -> tuple[list[Link], list[tuple[Note, dict[str, Any]]], list[str]]:
+        t0 = time.perf_counter()
+        found = await self.store.vector_search(
+            embedding,
+            note.scope,
+            self.settings.neighbour_k,
+            exclude_ids=[note.id],
+            over_fetch=self.settings.over_fetch_ratio,
+        )
+        usage.store_seconds += time.perf_counter() - t0
+        neighbours = [n for n, _ in found]
+        if not neighbours:  # A-MEM asks even with zero neighbours; nothing could come of it
+            return [], [], []
+        try:
+            decision, rejected = await self.llm.structured(EvolutionDecision, evolve_messages(note, neighbours), usage)
+        except LLMError as exc:
+            log.warning("link/evolution step failed, note stored without links: %s", exc)
+            return [], [], [f"evolution skipped: {exc}"]
+        if decision is None:
+            return [], [], ["evolution output unusable after repair"]
+        links, changes = self._plan_evolution(note, neighbours, decision, rejected)
+        return links, changes, rejected
+
+    async def _neighbour_updates(
+        self, changes: Sequence[tuple[Note, dict[str, Any]]], usage: Usage
+    ) -> list[NeighbourUpdate]:
+        """Re-embed every evolved neighbour now (the original left its index stale for 100 evolutions)."""
+        if not changes:
+            return []
+        variant = self.settings.embed_text_variant
+        evolved = [old.model_copy(update=new) for old, new in changes]
+        vectors = await self._embed([embed_text(n, variant) for n in evolved], usage)
+        return [
+            NeighbourUpdate(note_id=n.id, context=n.context, tags=n.tags, keywords=n.keywords, embedding=v)
+            for n, v in zip(evolved, vectors, strict=True)
+        ]
+
+    async def add_many(
+        self,
+        items: Sequence[NoteInput],
+        scope: Scope,
+        *,
+        batch_size: int = 1000,
+        progress: Progress | None = None,
+    ) -> list[str]:
+        """Bulk import without LLM calls (raw mode): validate all, embed in batches, write in chunks.
+
+        Returns the ids of the notes (existing ids are kept, not duplicated). Nothing is written when
+        any item is invalid.
+        """
+        notes: list[Note] = []
+        for i, item in enumerate(items):
+            try:
+                content = validate_content(item.content, self.settings.max_content_chars)
+                ev_time, ev_text = parse_event_time(item.event_time)
+                kwargs: dict[str, Any] = {} if item.note_id is None else {"id": item.note_id}
+                notes.append(
+                    Note(
+                        **kwargs,
+                        content=content,
+                        scope=scope,
+                        event_time=ev_time,
+                        event_time_text=ev_text,
+                        category=item.category,
+                        source_id=item.source_id,
+                        metadata=validate_metadata(item.metadata),
+                        keywords=item.keywords,
+                        tags=item.tags,
+                        context=item.context,
+                        enrichment=EnrichmentStatus.RAW,
+                    )
+                )
+            except (InvalidInputError, ValidationError, ValueError) as exc:
+                raise InvalidInputError(f"item {i}: {exc}") from None
+        variant = self.settings.embed_text_variant
+        done = 0
+        for start in range(0, len(notes), batch_size):
+            chunk = notes[start : start + batch_size]
+            vectors = await self._embed([embed_text(n, variant) for n in chunk])
+            await self.store.add_many(chunk, vectors, variant)
+            done += len(chunk)
+            if progress is not None:
+                progress(done, len(notes))
+        return [n.id for n in notes]
+
+    async def update(self, note_id: str, scope: Scope, content: str) -> AddResult:
+        """New content: re-enrich, re-embed, keep the previous values as a version."""
+        usage = Usage()
+        started = time.perf_counter()
+        old = await self._require(note_id, scope)
+        content = validate_content(content, self.settings.max_content_chars)
+        note = old.model_copy(update={"content": content})
+        if self.settings.enable_enrichment:
+            enrichment = await self._enrich(content, usage)
+            if enrichment is None:
+                note.enrichment = EnrichmentStatus.PENDING
+            else:
+                note.keywords, note.context, note.tags = enrichment.keywords, enrichment.context, enrichment.tags
+                note.enrichment = EnrichmentStatus.DONE
+        (embedding,) = await self._embed([embed_text(note, self.settings.embed_text_variant)], usage)
+        version = await self.store.revise(
+            note_id,
+            scope,
+            content=content,
+            context=note.context,
+            tags=note.tags,
+            keywords=note.keywords,
+            enrichment=note.enrichment,
+            embedding=embedding,
+            changed_by="update",
+        )
+        if version is None:
+            raise NoteNotFoundError(note_id)
+        note.version = version
+        note.updated_at = utcnow()
+        usage.total_seconds = time.perf_counter() - started
+        return AddResult(note=note, created=False, usage=usage)
+
+    async def repair(self, scope: Scope, *, limit: int = 100) -> int:
+        """Re-run note construction (and linking) for notes stored raw after an LLM failure."""
+        repaired = 0
+        for note_id in await self.store.pending(scope, limit):
+            usage = Usage()
+            note = await self.store.get(note_id, scope)
+            if note is None:
+                continue
+            enrichment = await self._enrich(note.content, usage)
+            if enrichment is None:
+                continue
+            note.keywords, note.context, note.tags = enrichment.keywords, enrichment.context, enrichment.tags
+            note.enrichment = EnrichmentStatus.DONE
+            (embedding,) = await self._embed([embed_text(note, self.settings.embed_text_variant)], usage)
+            await self.store.revise(
+                note_id,
+                scope,
+                content=note.content,
+                context=note.context,
+                tags=note.tags,
+                keywords=note.keywords,
+                enrichment=EnrichmentStatus.DONE,
+                embedding=embedding,
+                changed_by="repair",
+            )
+            links, _, _ = await self._decide(note, embedding, usage)
+            if links:
+                await self.store.create_links(note.id, scope, links, caused_by=note.id)
+            repaired += 1
+        return repaired
+
+    async def delete(self, note_id: str, scope: Scope) -> bool:
+        check_id(note_id, "note id")
+        return await self.store.delete(note_id, scope)
+
+    async def link(
+        self,
+        source_id: str,
+        target_id: str,
+        scope: Scope,
+        type: LinkType | str = LinkType.RELATED_TO,
+        reason: str = "",
+        strength: float = 0.5,
+    ) -> Link:
+        """A link made by a person or an agent tool (same closed set of types, same scope)."""
+        try:
+            link_type = LinkType(type)
+        except ValueError:
+            raise InvalidInputError(
+                f"unknown link type {str(type)[:40]!r}; one of {', '.join(t.value for t in LinkType)}"
+            ) from None
+        await self._require(source_id, scope)
+        await self._require(target_id, scope)
+        if source_id == target_id:
+            raise InvalidInputError("a note cannot link to itself")
+        try:
+            link = Link(source_id=source_id, target_id=target_id, type=link_type, reason=reason[:300], strength=strength)
+        except ValidationError as exc:
+            raise InvalidInputError(exc.errors()[0]["msg"]) from None
+        written = await self.store.create_links(source_id, scope, [link], caused_by=source_id)
+        if not written:
+            raise NoteNotFoundError(target_id)
+        return written[0]
+
+    async def import_notes(self, records: Iterable[dict[str, Any]], scope: Scope) -> int:
+        """Import records made by export_notes (into this scope); embeddings are reused when present."""
+        from graphmem.service.transfer import import_records
+
+        return await import_records(self, list(records), scope)
+
+    # --- reads ----------------------------------------------------------------------------------
+
+    async def get(self, note_id: str, scope: Scope) -> Note:
+        return await self._require(note_id, scope)
+
+    async def list(self, scope: Scope, *, limit: int = 50, offset: int = 0) -> list[Note]:
+        if not 1 <= limit <= 1000 or offset < 0:
+            raise InvalidInputError("limit must be 1..1000 and offset >= 0")
+        return await self.store.list(scope, limit=limit, offset=offset)
+
+    async def count(self, scope: Scope) -> int:
+        return await self.store.count(scope)
+
+    async def links(self, note_id: str, scope: Scope) -> list[Link]:
+        await self._require(note_id, scope)
+        return await self.store.links(note_id, scope)
+
+    async def history(self, note_id: str, scope: Scope) -> list[NoteVersion]:
+        await self._require(note_id, scope)
+        return await self.store.history(note_id, scope)
+
+    async def scopes(self, user_id: str | None = None) -> list[Scope]:
+        if user_id is not None:
+            check_id(user_id, "user_id")
+        return await self.store.scopes(user_id)
+
+    async def export_notes(self, scope: Scope) -> list[dict[str, Any]]:
+        from graphmem.service.transfer import export_records
+
+        return await export_records(self, scope)
+
+    async def health(self) -> dict[str, Any]:
+        server = await self.store.verify()
+        return {"status": "ok", "neo4j": server, "notes": await self.store.note_count()}
+
+    async def search(
+        self,
+        query: str,
+        scope: Scope,
+        *,
+        k: int | None = None,
+        mode: SearchMode | None = None,
+        filters: SearchFilters | None = None,
+        usage: Usage | None = None,
+        query_embedding: Sequence[float] | None = None,
+    ) -> list[SearchHit]:
+        """Top-k notes of the scope for a query; each hit says how it was found.
+
+        mode: "vector" (HNSW), "links" (vector + one hop along typed links, default),
+        "hybrid" (vector fused with full-text by reciprocal rank, + links).
+        """
+        k = self.settings.search_k if k is None else k
+        if not 1 <= k <= 1000:
+            raise InvalidInputError("k must be between 1 and 1000")
+        mode = mode or self.settings.search_mode
+        if mode not in ("vector", "links", "hybrid"):
+            raise InvalidInputError(f"unknown search mode {mode!r}; one of vector, links, hybrid")
+        query = validate_content(query, self.settings.max_content_chars, what="query")
+        usage = usage or Usage()
+        vec = list(query_embedding) if query_embedding is not None else await self._embed_query(query, usage)
+        t0 = time.perf_counter()
+        vector_hits = await self.store.vector_search(
+            vec, scope, k, filters=filters, over_fetch=self.settings.over_fetch_ratio
+        )
+        hits = [SearchHit(note=n, score=s, found_by=["vector"]) for n, s in vector_hits]
+        if mode == "hybrid":
+            text_hits = await self.store.fulltext_search(query, scope, k, filters=filters)
+            hits = _rrf(hits, [SearchHit(note=n, score=s, found_by=["fulltext"]) for n, s in text_hits], k)
+        if mode in ("links", "hybrid") and self.settings.links_per_hit > 0:
+            hits = await self._expand(hits, scope)
+        usage.store_seconds += time.perf_counter() - t0
+        if hits:
+            self._spawn(self._touch([h.note.id for h in hits], scope))
+        return hits
+
+    async def _expand(self, hits: list[SearchHit], scope: Scope) -> list[SearchHit]:
+        """A-MEM's link expansion: each hit is followed by its linked notes (bounded, deduplicated)."""
+        ids = [h.note.id for h in hits]
+        linked = await self.store.expand_links(ids, scope, self.settings.links_per_hit, exclude_ids=ids)
+        by_parent: dict[str, list[SearchHit]] = {}
+        seen: dict[str, SearchHit] = {}
+        parent_score = {h.note.id: h.score for h in hits}
+        for ln in linked:
+            if ln.note.id in seen:
+                seen[ln.note.id].linked_via.append(ln.via)
+                continue
+            hit = SearchHit(
+                note=ln.note,
+                score=parent_score[ln.from_id] * ln.via.strength,
+                found_by=["link"],
+                linked_via=[ln.via],
+            )
+            seen[ln.note.id] = hit
+            by_parent.setdefault(ln.from_id, []).append(hit)
+        out: list[SearchHit] = []
+        for h in hits:
+            out.append(h)
+            out.extend(by_parent.get(h.note.id, []))
+        return out
+
+    async def ask(
+        self,
+        question: str,
+        scope: Scope,
+        *,
+        k: int | None = None,
+        mode: SearchMode | None = None,
+        token_budget: int | None = None,
+        filters: SearchFilters | None = None,
+        instructions: str | None = None,
+    ) -> AskResult:
+        """Answer from a few relevant notes and their links, within a token budget.
+
+        ``instructions`` are appended to the question in the answer prompt only (not to the search
+        query): the LoCoMo evaluation's per-category answer rules use it.
+        """
+        from graphmem.tokens import count_tokens
+
+        started = time.perf_counter()
+        usage = Usage()
+        hits = await self.search(question, scope, k=k, mode=mode, filters=filters, usage=usage)
+        budget = token_budget or self.settings.context_token_budget
+        lines: list[str] = []
+        used: list[SearchHit] = []
+        spent = 0
+        for hit in hits:
+            line = render_context_line(hit.note)
+            cost = count_tokens(line)
+            if spent + cost > budget:
+                continue  # a shorter later note may still fit
+            lines.append(line)
+            used.append(hit)
+            spent += cost
+        answer = await self.llm.text(answer_messages(question, "\n".join(lines) or "(no notes)", instructions), usage)
+        usage.total_seconds = time.perf_counter() - started
+        return AskResult(question=question, answer=answer.strip(), notes=used, context_tokens=spent, usage=usage)
+
+
+def render_context_line(note: Note) -> str:
+    when = note.event_time_text or (note.event_time.strftime("%Y-%m-%d") if note.event_time else "")
+    extra = f" (context: {note.context})" if note.context else ""
+    return f"[{when}] {note.content}{extra}" if when else f"{note.content}{extra}"
+
+
+def _rrf(a: list[SearchHit], b: list[SearchHit], k: int) -> list[SearchHit]:
+    """Reciprocal rank fusion: scores of different scales are fused by rank, not by value."""
+    fused: dict[str, SearchHit] = {}
+    scores: dict[str, float] = {}
+    for ranked in (a, b):
+        for rank, hit in enumerate(ranked):
+            nid = hit.note.id
+            scores[nid] = scores.get(nid, 0.0) + 1.0 / (_RRF_K + rank + 1)
+            if nid in fused:
+                fused[nid].found_by = sorted(set(fused[nid].found_by) | set(hit.found_by))  # type: ignore[assignment]
+            else:
+                fused[nid] = hit.model_copy()
+    ordered = sorted(fused.values(), key=lambda h: scores[h.note.id], reverse=True)[:k]
+    for h in ordered:
+        h.score = scores[h.note.id]
+    return ordered

@@ -1,0 +1,178 @@
+"""MemoryService: the blocking facade over AsyncMemoryService.
+
+One private event loop runs in a daemon thread; every method submits the async twin's coroutine to
+it and waits. No hand-kept sync copy of the algorithm exists, so the two can never drift apart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine, Iterable, Sequence
+from datetime import datetime
+from typing import Any, TypeVar
+
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
+
+from graphmem.config import Settings
+from graphmem.models import AddResult, AskResult, Link, LinkType, Note, NoteVersion, Scope, SearchHit
+from graphmem.service.memory import AsyncMemoryService, NoteInput, Progress, SearchMode
+from graphmem.store.neo4j_store import SearchFilters
+
+T = TypeVar("T")
+
+
+class _LoopThread:
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="graphmem-loop", daemon=True)
+        self._thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=5)
+        self.loop.close()
+
+
+class MemoryService:
+    """Blocking API with the same methods as AsyncMemoryService. Use as a context manager."""
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        chat_model: BaseChatModel | None = None,
+        embedder: Embeddings | None = None,
+        bootstrap: bool = True,
+    ) -> None:
+        self._loop = _LoopThread()
+        try:
+            self.aio = self._loop.run(
+                AsyncMemoryService.create(settings, chat_model=chat_model, embedder=embedder, bootstrap=bootstrap)
+            )
+        except BaseException:
+            self._loop.stop()
+            raise
+
+    @property
+    def settings(self) -> Settings:
+        return self.aio.settings
+
+    def close(self) -> None:
+        if self._loop.loop.is_closed():
+            return
+        self._loop.run(self.aio.close())
+        self._loop.stop()
+
+    def __enter__(self) -> MemoryService:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def add(
+        self,
+        content: str,
+        scope: Scope,
+        *,
+        note_id: str | None = None,
+        event_time: datetime | str | None = None,
+        category: str | None = None,
+        source_id: str | None = None,
+        metadata: dict[str, str] | None = None,
+        dedupe_content: bool = False,
+        enrich: bool | None = None,
+        evolve: bool | None = None,
+    ) -> AddResult:
+        return self._loop.run(
+            self.aio.add(
+                content,
+                scope,
+                note_id=note_id,
+                event_time=event_time,
+                category=category,
+                source_id=source_id,
+                metadata=metadata,
+                dedupe_content=dedupe_content,
+                enrich=enrich,
+                evolve=evolve,
+            )
+        )
+
+    def add_many(
+        self, items: Sequence[NoteInput], scope: Scope, *, batch_size: int = 1000, progress: Progress | None = None
+    ) -> list[str]:
+        return self._loop.run(self.aio.add_many(items, scope, batch_size=batch_size, progress=progress))
+
+    def update(self, note_id: str, scope: Scope, content: str) -> AddResult:
+        return self._loop.run(self.aio.update(note_id, scope, content))
+
+    def repair(self, scope: Scope, *, limit: int = 100) -> int:
+        return self._loop.run(self.aio.repair(scope, limit=limit))
+
+    def delete(self, note_id: str, scope: Scope) -> bool:
+        return self._loop.run(self.aio.delete(note_id, scope))
+
+    def link(
+        self,
+        source_id: str,
+        target_id: str,
+        scope: Scope,
+        type: LinkType | str = LinkType.RELATED_TO,
+        reason: str = "",
+        strength: float = 0.5,
+    ) -> Link:
+        return self._loop.run(self.aio.link(source_id, target_id, scope, type, reason, strength))
+
+    def get(self, note_id: str, scope: Scope) -> Note:
+        return self._loop.run(self.aio.get(note_id, scope))
+
+    def list(self, scope: Scope, *, limit: int = 50, offset: int = 0) -> list[Note]:
+        return self._loop.run(self.aio.list(scope, limit=limit, offset=offset))
+
+    def count(self, scope: Scope) -> int:
+        return self._loop.run(self.aio.count(scope))
+
+    def links(self, note_id: str, scope: Scope) -> list[Link]:
+        return self._loop.run(self.aio.links(note_id, scope))
+
+    def history(self, note_id: str, scope: Scope) -> list[NoteVersion]:
+        return self._loop.run(self.aio.history(note_id, scope))
+
+    def scopes(self, user_id: str | None = None) -> list[Scope]:
+        return self._loop.run(self.aio.scopes(user_id))
+
+    def search(
+        self,
+        query: str,
+        scope: Scope,
+        *,
+        k: int | None = None,
+        mode: SearchMode | None = None,
+        filters: SearchFilters | None = None,
+    ) -> list[SearchHit]:
+        return self._loop.run(self.aio.search(query, scope, k=k, mode=mode, filters=filters))
+
+    def ask(
+        self,
+        question: str,
+        scope: Scope,
+        *,
+        k: int | None = None,
+        mode: SearchMode | None = None,
+        token_budget: int | None = None,
+    ) -> AskResult:
+        return self._loop.run(self.aio.ask(question, scope, k=k, mode=mode, token_budget=token_budget))
+
+    def export_notes(self, scope: Scope) -> list[dict[str, Any]]:
+        return self._loop.run(self.aio.export_notes(scope))
+
+    def import_notes(self, records: Iterable[dict[str, Any]], scope: Scope) -> int:
+        return self._loop.run(self.aio.import_notes(records, scope))
+
+    def health(self) -> dict[str, Any]:
+        return self._loop.run(self.aio.health())

@@ -1,0 +1,105 @@
+"""Input validation and the text a note is embedded as."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+from typing import Any
+
+from graphmem.errors import InvalidInputError
+from graphmem.models import Note
+
+# C0 control characters other than tab, newline and carriage return, plus DEL.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_MAX_META_KEYS = 32
+_MAX_META_VALUE = 1000
+_EVENT_FORMATS = (
+    "%I:%M %p on %d %B, %Y",  # LoCoMo session dates: "1:56 pm on 8 May, 2023"
+    "%I:%M %p on %d %b, %Y",
+    "%d %B %Y",
+    "%d %B, %Y",
+    "%B %d, %Y",
+    "%Y-%m-%d %H:%M",
+    "%Y%m%d%H%M",  # A-MEM's default timestamp format
+)
+
+
+def validate_content(value: Any, max_chars: int, *, what: str = "content") -> str:
+    """Refuse what cannot be a memory: non-text, empty, oversized, control characters, invalid UTF-8."""
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{what} must be text, got {type(value).__name__}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInputError(f"{what} is not valid UTF-8 text (lone surrogates)") from None
+    if _CONTROL.search(value):
+        raise InvalidInputError(f"{what} contains control characters (binary data?)")
+    stripped = value.strip()
+    if not stripped:
+        raise InvalidInputError(f"{what} is empty")
+    if len(stripped) > max_chars:
+        raise InvalidInputError(f"{what} has {len(stripped)} characters, over the limit of {max_chars}")
+    return stripped
+
+
+def validate_metadata(metadata: Any) -> dict[str, str]:
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, dict):
+        raise InvalidInputError("metadata must be an object of string values")
+    if len(metadata) > _MAX_META_KEYS:
+        raise InvalidInputError(f"metadata has more than {_MAX_META_KEYS} keys")
+    out: dict[str, str] = {}
+    for key, val in metadata.items():
+        if not isinstance(key, str) or not isinstance(val, str):
+            raise InvalidInputError("metadata keys and values must be strings")
+        out[validate_content(key, 100, what="metadata key")] = validate_content(
+            val, _MAX_META_VALUE, what=f"metadata value {key[:30]!r}"
+        )
+    return out
+
+
+def parse_event_time(value: datetime | str | None) -> tuple[datetime | None, str | None]:
+    """(datetime, original text). Unparseable text is kept as text; naive datetimes are taken as UTC."""
+    if value is None:
+        return None, None
+    if isinstance(value, datetime):
+        return (value if value.tzinfo else value.replace(tzinfo=timezone.utc)), None
+    if not isinstance(value, str):
+        raise InvalidInputError("event_time must be a datetime or text")
+    text = validate_content(value, 200, what="event_time")
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        parsed = None
+        for fmt in _EVENT_FORMATS:
+            try:
+                parsed = datetime.strptime(text, fmt)
+                break
+            except ValueError:
+                continue
+    if parsed is not None and parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return parsed, text
+
+
+def embed_text(note: Note, variant: str) -> str:
+    """The text a note is embedded as. One format everywhere (A-MEM's code mixed two).
+
+    full:    content + context + keywords + tags (the paper's concat(c, K, G, X))
+    content: content only (the agiresearch library)
+    amem:    the A-MEM evaluation code's format
+    """
+    kw, tags = ", ".join(note.keywords), ", ".join(note.tags)
+    if variant == "content":
+        return note.content
+    if variant == "amem":
+        return f"content:{note.content} context:{note.context} keywords: {kw} tags: {tags}"
+    parts = [note.content]
+    if note.context:
+        parts.append(f"context: {note.context}")
+    if kw:
+        parts.append(f"keywords: {kw}")
+    if tags:
+        parts.append(f"tags: {tags}")
+    return "\n".join(parts)

@@ -1,0 +1,104 @@
+"""Store queries used only by the evaluation and the benchmark (``cypher/bench/``).
+
+Kept apart from ``neo4j_store.py`` so the product's adapter stays small; like it, this module is the
+only place these queries run and the only kind of module that may import ``neo4j``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from neo4j import AsyncManagedTransaction
+
+from graphmem.models import Scope, utcnow
+from graphmem.store.neo4j_store import Neo4jNoteStore
+
+
+class BenchQueries:
+    """Benchmark and evaluation queries over a ``Neo4jNoteStore``'s driver."""
+
+    def __init__(self, store: Neo4jNoteStore) -> None:
+        self.store = store
+
+    async def _rows(self, name: str, *, write: bool = False, **params: Any) -> list[dict[str, Any]]:
+        async def work(tx: AsyncManagedTransaction) -> list[dict[str, Any]]:
+            return await Neo4jNoteStore._run(tx, name, **params)
+
+        rows: list[dict[str, Any]] = await (self.store._write(work) if write else self.store._read(work))
+        return rows
+
+    async def brute_force(self, embedding: Sequence[float], scope: Scope, k: int) -> list[tuple[str, float]]:
+        """Exact top-k by a Cypher scan of the scope (no index): the baseline the HNSW path is measured against."""
+        rows = await self._rows("bench/brute_force", embedding=list(embedding), k=k, **scope.params())
+        return [(r["id"], 2 * float(r["score"]) - 1) for r in rows]
+
+    async def index_ids(self, embedding: Sequence[float], scope: Scope, k: int, fetch_k: int) -> list[str]:
+        """The bare HNSW query, ids only (no note conversion): the floor under graphmem's vector search."""
+        rows = await self._rows(
+            "bench/index_ids", embedding=list(embedding), k=k, fetch_k=fetch_k, **scope.params()
+        )
+        return [r["id"] for r in rows]
+
+    async def vectors(
+        self, scope: Scope, *, page: int = 5000
+    ) -> tuple[list[str], list[str | None], npt.NDArray[np.float32]]:
+        """(ids, source ids, matrix of embeddings) of every note of the scope, ordered by id."""
+        ids: list[str] = []
+        sources: list[str | None] = []
+        chunks: list[npt.NDArray[np.float32]] = []
+        skip = 0
+        while True:
+            rows = await self._rows("bench/vectors", skip=skip, limit=page, **scope.params())
+            rows = [r for r in rows if r["embedding"] is not None]
+            if rows:
+                ids.extend(r["id"] for r in rows)
+                sources.extend(r["source_id"] for r in rows)
+                chunks.append(np.asarray([r["embedding"] for r in rows], dtype=np.float32))
+            if len(rows) < page:
+                break
+            skip += page
+        matrix = np.vstack(chunks) if chunks else np.zeros((0, 0), dtype=np.float32)
+        return ids, sources, matrix
+
+    async def follows_links(
+        self,
+        pairs: Sequence[tuple[str, str]],
+        scope: Scope,
+        *,
+        reason: str = "consecutive",
+        strength: float = 0.5,
+        batch: int = 5000,
+    ) -> int:
+        """Bulk FOLLOWS links (source after target), in batches; returns the number written."""
+        total = 0
+        now = utcnow()
+        for start in range(0, len(pairs), batch):
+            chunk = [{"source_id": s, "target_id": t} for s, t in pairs[start : start + batch]]
+            rows = await self._rows(
+                "bench/follows_links",
+                write=True,
+                pairs=chunk,
+                **scope.params(),
+                now=now,
+                reason=reason,
+                strength=strength,
+            )
+            total += int(rows[0]["created"]) if rows else 0
+        return total
+
+    async def link_count(self, scope: Scope) -> int:
+        rows = await self._rows("bench/link_count", **scope.params())
+        return int(rows[0]["links"]) if rows else 0
+
+    async def delete_scope(self, scope: Scope, *, batch: int = 5000) -> int:
+        """Delete every note of a scope in batches (bounded transactions); returns the number deleted."""
+        total = 0
+        while True:
+            rows = await self._rows("bench/delete_scope", write=True, batch=batch, **scope.params())
+            deleted = int(rows[0]["deleted"]) if rows else 0
+            total += deleted
+            if deleted < batch:
+                return total

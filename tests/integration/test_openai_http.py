@@ -1,0 +1,67 @@
+"""The LLM path through langchain-openai's real HTTP client, against a local OpenAI-compatible stub."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain_openai import ChatOpenAI
+
+from graphmem.models import EnrichmentStatus, Scope
+from tests.fakes import OpenAIStub, completion
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+
+def _script(body: dict[str, Any]) -> tuple[int, dict[str, str], Any]:
+    tools = body.get("tools") or []
+    name = tools[0]["function"]["name"] if tools else None
+    if name == "NoteEnrichment":
+        return 200, {}, completion(name, {"keywords": ["violin", "lessons"], "context": "Music practice.", "tags": ["music", "hobby"]})
+    if name == "EvolutionDecision":
+        return 200, {}, completion(name, {"links": [], "neighbour_updates": []})
+    return 200, {}, completion(text="stub answer")
+
+
+async def test_add_and_ask_through_chat_openai(make_service: Any, scope: Scope) -> None:
+    with OpenAIStub(_script) as stub:
+        model = ChatOpenAI(base_url=stub.base_url, api_key="test-key", model="stub", max_retries=0, timeout=10)
+        svc, _ = await make_service()
+        svc._chat_model, svc._llm = model, None  # the real client instead of the scripted one
+        added = await svc.add("Ana takes violin lessons on Tuesdays.", scope)
+        answer = await svc.ask("When does Ana take violin lessons?", scope)
+    assert added.note.keywords == ["violin", "lessons"] and added.note.enrichment == EnrichmentStatus.DONE
+    assert added.usage.input_tokens == 50 and added.usage.output_tokens == 10
+    assert answer.answer == "stub answer" and answer.usage.total_tokens == 60
+    first = stub.requests[0]
+    assert first["model"] == "stub" and first["tools"][0]["function"]["name"] == "NoteEnrichment"
+    assert "violin" in first["messages"][-1]["content"]
+
+
+async def test_rate_limit_and_server_error_are_retried(make_service: Any, scope: Scope) -> None:
+    sequence = iter([
+        (429, {"retry-after": "0.1"}, {"error": {"message": "slow down", "type": "rate_limit"}}),
+        (500, {}, {"error": {"message": "boom", "type": "server_error"}}),
+    ])
+
+    def script(body: dict[str, Any]) -> tuple[int, dict[str, str], Any]:
+        return next(sequence, None) or _script(body)
+
+    with OpenAIStub(script) as stub:
+        model = ChatOpenAI(base_url=stub.base_url, api_key="k", model="stub", max_retries=0, timeout=10)
+        svc, _ = await make_service(enable_links=False, enable_evolution=False)
+        svc._chat_model, svc._llm = model, None
+        added = await svc.add("Leo repairs bicycles.", scope)
+    assert added.note.enrichment == EnrichmentStatus.DONE
+    assert len(stub.requests) == 3 and added.usage.llm_calls == 3
+
+
+async def test_endless_server_errors_store_the_note_raw(make_service: Any, scope: Scope) -> None:
+    with OpenAIStub(lambda body: (503, {}, {"error": {"message": "down"}})) as stub:
+        model = ChatOpenAI(base_url=stub.base_url, api_key="k", model="stub", max_retries=0, timeout=10)
+        svc, _ = await make_service(llm_max_retries=2)
+        svc._chat_model, svc._llm = model, None
+        added = await svc.add("Mia paints watercolours.", scope)
+    assert added.created and added.note.enrichment == EnrichmentStatus.PENDING
+    assert len(stub.requests) == 3
+    assert (await svc.get(added.note.id, scope)).content == "Mia paints watercolours."

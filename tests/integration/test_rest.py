@@ -1,0 +1,247 @@
+"""The REST API against the real Neo4j, through its ASGI app (httpx), with a scripted chat model."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+from langchain_core.messages import BaseMessage
+from neo4j import AsyncGraphDatabase
+from pydantic import SecretStr
+
+from graphmem.errors import ConfigError
+from graphmem.interfaces.rest import create_app, parse_api_keys
+from graphmem.models import Scope
+from graphmem.service.memory import AsyncMemoryService
+from graphmem.store.neo4j_store import Neo4jNoteStore
+from tests.fakes import ScriptedChatModel, amem_responder, step_of
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+KEY = "test-key-0123456789abcdef"
+BOUND_KEY = "bound-key-0123456789abcdef"
+
+
+def client_for(app: Any, **headers: str) -> httpx.AsyncClient:
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://api", headers=headers)
+
+
+@pytest.fixture
+async def api(scope: Scope, make_service: Any, settings: Any) -> AsyncIterator[tuple[httpx.AsyncClient, AsyncMemoryService]]:
+    """A client with a valid key whose requests name the test scope by headers.
+
+    `scope` comes first so that its cleanup runs after the service is closed: the scope's blocking
+    cleanup must not run while a search's background write (retrieval counts) waits for this loop.
+    """
+    keys = f"{KEY},{BOUND_KEY}={scope.user_id}/bound"
+    svc, _ = await make_service(api_keys=SecretStr(keys), auth_disabled=False)
+    app = create_app(svc.settings, svc)
+    async with client_for(app, **{"X-API-Key": KEY, "X-User-Id": scope.user_id}) as client:
+        yield client, svc
+
+
+async def test_refuses_to_start_without_keys(settings: Any) -> None:
+    with pytest.raises(ConfigError, match="GRAPHMEM_API_KEYS"):
+        create_app(settings.model_copy(update={"api_keys": None, "auth_disabled": False}))
+    with pytest.raises(ConfigError, match="shorter than 16"):
+        create_app(settings.model_copy(update={"api_keys": SecretStr("short"), "auth_disabled": False}))
+    with pytest.raises(ConfigError, match="invalid scope"):
+        parse_api_keys(f"{KEY}=bad user/x")
+    assert parse_api_keys(f" {KEY} , {BOUND_KEY}=u1/a1 ") == {KEY: None, BOUND_KEY: Scope(user_id="u1", agent_id="a1")}
+
+
+async def test_auth_header_and_bearer(api: Any, scope: Scope, caplog: pytest.LogCaptureFixture) -> None:
+    client, _ = api
+    caplog.set_level(logging.DEBUG)
+    transport = client._transport  # noqa: SLF001 - same app, other credentials
+    async with httpx.AsyncClient(transport=transport, base_url="http://api") as anon:
+        r = await anon.get("/v1/notes", headers={"X-User-Id": scope.user_id})
+        assert r.status_code == 401 and r.json()["error"]["code"] == "unauthorized"
+        assert "X-API-Key" in r.json()["error"]["message"]
+        wrong = "wrong-key-that-is-long-enough"
+        r = await anon.get("/v1/notes", headers={"X-User-Id": scope.user_id, "X-API-Key": wrong})
+        assert r.status_code == 401 and r.json()["error"]["message"] == "invalid API key"
+        r = await anon.get("/v1/notes", headers={"X-User-Id": scope.user_id, "Authorization": f"Bearer {KEY}"})
+        assert r.status_code == 200
+        r = await anon.get("/health")  # no auth, no data
+        assert r.status_code == 200 and r.json()["status"] == "ok" and "notes" not in r.json()
+    logged = "\n".join(rec.getMessage() for rec in caplog.records)
+    assert KEY not in logged and wrong not in logged
+
+
+async def test_notes_crud_links_history(api: Any, scope: Scope) -> None:
+    client, _ = api
+    r = await client.post("/v1/notes", json={"content": "Melanie runs a pottery studio in Portland.", "note_id": "pottery-1",
+                                              "event_time": "2023-05-08", "metadata": {"source": "chat"}})
+    assert r.status_code == 201, r.text
+    body = r.json()
+    assert body["created"] is True and body["note"]["id"] == "pottery-1"
+    assert body["note"]["keywords"] and body["note"]["tags"] == ["conversation", "personal"]
+    assert "embedding" not in body["note"] and body["note"]["scope"]["user_id"] == scope.user_id
+    assert body["usage"]["llm_calls"] == 1
+
+    again = await client.post("/v1/notes", json={"content": "anything", "note_id": "pottery-1"})
+    assert again.status_code == 200 and again.json()["created"] is False
+
+    second = await client.post("/v1/notes", json={"content": "Melanie's pottery studio sells bowls at the Portland market."})
+    assert second.status_code == 201
+    second_id = second.json()["note"]["id"]
+    assert [(l["target_id"], l["type"]) for l in second.json()["links"]] == [("pottery-1", "SUPPORTS")]
+
+    r = await client.get("/v1/notes/pottery-1")
+    assert r.status_code == 200 and r.json()["context"] == "Updated context after a related note."
+    assert r.json()["metadata"] == {"source": "chat"} and r.json()["version"] == 2
+
+    page = (await client.get("/v1/notes", params={"limit": 1})).json()
+    assert page["total"] == 2 and len(page["notes"]) == 1 and page["next_offset"] == 1
+    page2 = (await client.get("/v1/notes", params={"limit": 1, "offset": 1})).json()
+    assert page2["next_offset"] is None
+    assert {page["notes"][0]["id"], page2["notes"][0]["id"]} == {"pottery-1", second_id}
+
+    links = (await client.get(f"/v1/notes/{second_id}/links")).json()["links"]
+    assert [(l["source_id"], l["target_id"], l["type"]) for l in links] == [(second_id, "pottery-1", "SUPPORTS")]
+    made = await client.post(f"/v1/notes/{second_id}/links", json={"target_id": "pottery-1", "type": "ELABORATES", "reason": "detail"})
+    assert made.status_code == 201 and made.json()["type"] == "ELABORATES"
+
+    upd = await client.put("/v1/notes/pottery-1", json={"content": "Melanie runs a ceramics studio in Portland, Oregon."})
+    assert upd.status_code == 200 and upd.json()["note"]["version"] == 3
+    patched = await client.patch("/v1/notes/pottery-1", json={"content": "Melanie runs a ceramics studio in Portland."})
+    assert patched.status_code == 200 and patched.json()["note"]["version"] == 4
+    history = (await client.get("/v1/notes/pottery-1/history")).json()["versions"]
+    assert [v["version"] for v in history] == [1, 2, 3]
+    assert history[0]["content"] == "Melanie runs a pottery studio in Portland."
+    assert [v["changed_by"] for v in history] == [second_id, "update", "update"]
+
+    assert (await client.delete("/v1/notes/pottery-1")).status_code == 204
+    gone = await client.get("/v1/notes/pottery-1")
+    assert gone.status_code == 404 and gone.json()["error"]["code"] == "not_found"
+    assert (await client.delete("/v1/notes/pottery-1")).status_code == 404
+    assert (await client.get(f"/v1/notes/{second_id}/links")).json()["links"] == []
+
+
+async def test_search_and_ask(api: Any) -> None:
+    client, _ = api
+    for text in ("Gina's bakery sells sourdough bread on Sundays.", "Jon opened a dance studio downtown."):
+        assert (await client.post("/v1/notes", json={"content": text, "enrich": False})).status_code == 201
+    r = await client.post("/v1/search", json={"query": "sourdough bakery", "k": 1, "mode": "hybrid"})
+    assert r.status_code == 200, r.text
+    hits = r.json()["hits"]
+    assert hits[0]["note"]["content"].startswith("Gina's bakery") and "vector" in hits[0]["found_by"]
+    assert "embedding" not in hits[0]["note"]
+    r = await client.post("/v1/search", json={"query": "bread", "filters": {"tags_any": ["nope"]}})
+    assert r.status_code == 200 and r.json()["hits"] == []
+    r = await client.post("/v1/ask", json={"question": "When does Gina sell bread?", "k": 2, "token_budget": 200})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["answer"] == "scripted answer" and body["notes"] and body["context_tokens"] > 0
+    assert body["usage"]["llm_calls"] == 1
+
+
+async def test_scope_rules(api: Any, scope: Scope) -> None:
+    client, _ = api
+    transport = client._transport  # noqa: SLF001
+    mine = (await client.post("/v1/notes", json={"content": "Caroline likes hiking.", "enrich": False})).json()["note"]["id"]
+    async with httpx.AsyncClient(transport=transport, base_url="http://api", headers={"X-API-Key": KEY}) as c:
+        r = await c.get(f"/v1/notes/{mine}")
+        assert r.status_code == 422 and r.json()["error"]["code"] == "missing_scope"
+        r = await c.get(f"/v1/notes/{mine}", params={"user_id": scope.user_id})
+        assert r.status_code == 200
+        other = await c.get(f"/v1/notes/{mine}", headers={"X-User-Id": scope.user_id + "-other"})
+        assert other.status_code == 404  # never revealed to another scope
+        r = await c.get(f"/v1/notes/{mine}", params={"user_id": scope.user_id}, headers={"X-User-Id": "someone"})
+        assert r.status_code == 400 and r.json()["error"]["code"] == "conflicting_scope"
+        r = await c.post("/v1/search", json={"query": "hiking", "user_id": "bad user"})
+        assert r.status_code == 422 and "user_id" in r.json()["error"]["message"]
+    async with httpx.AsyncClient(transport=transport, base_url="http://api", headers={"X-API-Key": BOUND_KEY}) as b:
+        added = await b.post("/v1/notes", json={"content": "A note through the bound key.", "enrich": False})
+        assert added.status_code == 201
+        assert added.json()["note"]["scope"] == {"user_id": scope.user_id, "agent_id": "bound", "run_id": "default"}
+        r = await b.get(f"/v1/notes/{mine}")  # bound scope is user/bound/default: not the default agent's note
+        assert r.status_code == 404
+        r = await b.get("/v1/notes", headers={"X-User-Id": "someone-else"})
+        assert r.status_code == 403 and r.json()["error"]["code"] == "forbidden"
+
+
+async def test_bad_requests_get_clear_4xx(api: Any, scope: Scope) -> None:
+    client, svc = api
+    cases: list[tuple[str, str, dict[str, Any], int, str]] = [
+        ("POST", "/v1/notes", {"content": ""}, 422, "empty"),
+        ("POST", "/v1/notes", {"content": "x" * (svc.settings.max_content_chars + 1)}, 422, "over the limit"),
+        ("POST", "/v1/notes", {"content": "bad\x00bytes"}, 422, "control characters"),
+        ("POST", "/v1/notes", {"content": "ok", "note_id": "has space"}, 422, "note id"),
+        ("POST", "/v1/notes", {"content": "ok", "colour": "red"}, 422, "colour"),
+        ("POST", "/v1/notes", {"content": "ok", "metadata": {"k": 1}}, 422, "metadata"),
+        ("POST", "/v1/notes", {}, 422, "content"),
+        ("POST", "/v1/search", {"query": "x", "mode": "psychic"}, 422, "mode"),
+        ("POST", "/v1/search", {"query": "x", "k": 0}, 422, "k"),
+        ("POST", "/v1/ask", {"question": "   "}, 422, "empty"),
+        ("GET", "/v1/notes?limit=0", {}, 422, "limit"),
+        ("GET", "/v1/notes/bad%20id", {}, 422, "note id"),
+        ("POST", "/v1/notes/nope/links", {"target_id": "nope2", "type": "LOVES"}, 422, "type"),
+        ("GET", "/v1/notes/does-not-exist/history", {}, 404, "does-not-exist"),
+        ("PUT", "/v1/notes/does-not-exist", {"content": "new"}, 404, "does-not-exist"),
+        ("GET", "/v1/nowhere", {}, 404, "Not Found"),
+        ("DELETE", "/v1/search", {}, 405, "Method Not Allowed"),
+    ]
+    for method, url, body, code, words in cases:
+        r = await client.request(method, url, json=body if method in ("POST", "PUT") else None)
+        assert r.status_code == code, (method, url, r.text)
+        assert words.lower() in r.json()["error"]["message"].lower(), (url, r.json())
+    r = await client.post("/v1/notes", content=b"{not json", headers={"content-type": "application/json"})
+    assert r.status_code == 422 and "not valid JSON" in r.json()["error"]["message"]
+    r = await client.post("/v1/notes", content=b"x" * 2_000_000, headers={"content-type": "application/json"})
+    assert r.status_code == 413 and r.json()["error"]["code"] == "payload_too_large"
+
+    async def chunks() -> AsyncIterator[bytes]:  # no Content-Length: counted while streaming
+        for _ in range(40):
+            yield b" " * 50_000
+
+    r = await client.post("/v1/notes", content=chunks(), headers={"content-type": "application/json"})
+    assert r.status_code == 413
+
+    # An id used by another scope is a conflict, not a silent overwrite.
+    await svc.add("someone else's note", Scope(user_id=scope.user_id + "-other"), note_id=f"{scope.user_id}-shared", enrich=False)
+    try:
+        r = await client.post("/v1/notes", json={"content": "mine", "note_id": f"{scope.user_id}-shared"})
+        assert r.status_code == 409 and r.json()["error"]["code"] == "conflict"
+    finally:
+        await svc.delete(f"{scope.user_id}-shared", Scope(user_id=scope.user_id + "-other"))
+
+
+async def test_llm_and_store_failures_are_502_and_503(scope: Scope, make_service: Any, settings: Any) -> None:
+    def broken(messages: list[BaseMessage]) -> Any:
+        if step_of(messages) == "answer":
+            return ConnectionError("LLM endpoint unreachable")
+        return amem_responder()(messages)
+
+    svc, _ = await make_service(broken, llm_max_retries=0, auth_disabled=True)
+    async with client_for(create_app(svc.settings, svc), **{"X-User-Id": scope.user_id}) as client:
+        await client.post("/v1/notes", json={"content": "Tim collects stamps.", "enrich": False})
+        r = await client.post("/v1/ask", json={"question": "What does Tim collect?"})
+        assert r.status_code == 502 and r.json()["error"]["code"] == "llm_failed"
+
+    down = settings.model_copy(update={"neo4j_uri": "bolt://127.0.0.1:1", "auth_disabled": True, "neo4j_connect_timeout": 1.0})
+    driver = AsyncGraphDatabase.driver(down.neo4j_uri, connection_timeout=1.0, max_transaction_retry_time=0.5)
+    dead = AsyncMemoryService(down, Neo4jNoteStore(driver, "neo4j", down.neo4j_uri), svc.embedder, ScriptedChatModel(amem_responder()))
+    try:
+        async with client_for(create_app(down, dead), **{"X-User-Id": scope.user_id}) as client:
+            r = await client.get("/v1/notes")
+            assert r.status_code == 503 and r.json()["error"]["code"] == "store_unavailable"
+            assert "NEO4J_URI" in r.json()["error"]["message"]
+            r = await client.get("/health")
+            assert r.status_code == 503 and r.json()["status"] == "unavailable"
+    finally:
+        await dead.close()
+
+
+async def test_openapi_schema(api: Any) -> None:
+    client, _ = api
+    schema = (await client.get("/openapi.json")).json()
+    assert {"/v1/notes", "/v1/notes/{note_id}", "/v1/search", "/v1/ask", "/v1/notes/{note_id}/history",
+            "/v1/notes/{note_id}/links", "/health"} <= set(schema["paths"])
+    assert set(schema["components"]["securitySchemes"]) == {"APIKeyHeader", "HTTPBearer"}
+    assert "embedding" not in schema["components"]["schemas"]["NoteOut"]["properties"]
+    assert set(schema["paths"]["/v1/notes/{note_id}"]) == {"get", "put", "patch", "delete"}

@@ -1,0 +1,99 @@
+"""Schema bootstrap and the Cypher files, against the real server."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from graphmem import queries
+from graphmem.config import Settings
+from graphmem.errors import SchemaMismatchError
+from graphmem.models import Scope
+from graphmem.store.neo4j_store import Neo4jNoteStore
+from graphmem.store.schema import bootstrap_schema
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+EXPECTED_INDEXES = {"note_embedding", "note_text", "note_scope", "note_user", "note_agent", "note_run"}
+
+
+async def test_bootstrap_creates_everything_and_is_idempotent(settings: Settings, graph: Any) -> None:
+    store = Neo4jNoteStore.from_settings(settings)
+    try:
+        await bootstrap_schema(store, 384)
+        first = graph.q("SHOW INDEXES YIELD name, state, type RETURN name, state, type")
+        await bootstrap_schema(store, 384)  # second run: no error, nothing new
+        second = graph.q("SHOW INDEXES YIELD name, state, type RETURN name, state, type")
+    finally:
+        await store.close()
+    assert sorted(map(str, first)) == sorted(map(str, second))
+    by_name = {r["name"]: r for r in second}
+    assert EXPECTED_INDEXES <= set(by_name)
+    assert all(by_name[n]["state"] == "ONLINE" for n in EXPECTED_INDEXES)
+    assert by_name["note_embedding"]["type"] == "VECTOR" and by_name["note_text"]["type"] == "FULLTEXT"
+    constraints = graph.q("SHOW CONSTRAINTS YIELD name, type, properties RETURN name, type, properties")
+    assert any(c["name"] == "note_id_unique" and c["properties"] == ["id"] for c in constraints)
+    dims = graph.q(
+        "SHOW VECTOR INDEXES YIELD name, options WHERE name = 'note_embedding' "
+        "RETURN options.indexConfig['vector.dimensions'] AS d, options.indexConfig['vector.similarity_function'] AS f"
+    )
+    assert dims[0]["d"] == 384 and dims[0]["f"].lower() == "cosine"
+
+
+async def test_other_dimensions_fail_clearly(settings: Settings) -> None:
+    store = Neo4jNoteStore.from_settings(settings)
+    try:
+        with pytest.raises(SchemaMismatchError, match="384 dimensions.*produces 768"):
+            await bootstrap_schema(store, 768)
+    finally:
+        await store.close()
+
+
+async def test_vector_index_orders_hand_made_vectors(settings: Settings, scope: Scope, graph: Any) -> None:
+    def vec(*head: float) -> list[float]:
+        return [*head, *([0.0] * (384 - len(head)))]
+
+    rows = [("far", vec(0.0, 1.0)), ("near", vec(1.0, 0.2)), ("exact", vec(1.0, 0.0)), ("mid", vec(1.0, 1.0))]
+    for name, v in rows:
+        graph.q(
+            "CREATE (n:Note {id: $id, user_id: $u, agent_id: $a, run_id: $r, content: $id}) "
+            "WITH n CALL db.create.setNodeVectorProperty(n, 'embedding', $v)",
+            id=f"{scope.user_id}-{name}", u=scope.user_id, a=scope.agent_id, r=scope.run_id, v=v,
+        )
+    graph.q("CALL db.awaitIndexes(60)")
+    # Index updates are asynchronous: poll briefly until all four are visible.
+    for _ in range(50):
+        found = graph.q(
+            "CALL db.index.vector.queryNodes('note_embedding', 10000, $q) YIELD node, score "
+            "WHERE node.user_id = $u RETURN node.content AS id, score",
+            q=vec(1.0, 0.0), u=scope.user_id,
+        )
+        if len(found) == 4:
+            break
+        await asyncio.sleep(0.1)
+    order = [r["id"].rsplit("-", 1)[1] for r in found]
+    assert order == ["exact", "near", "mid", "far"]
+    assert found[0]["score"] == pytest.approx(1.0, abs=1e-3)  # (1 + cos) / 2 with cos = 1
+    assert found[-1]["score"] == pytest.approx(0.5, abs=1e-3)  # orthogonal: cos = 0
+
+
+async def test_every_query_file_compiles(settings: Settings, graph: Any) -> None:
+    names = queries.all_names()
+    assert "notes/create" in names and "search/vector" in names
+    for name in names:
+        if name.endswith("schema"):  # multi-statement DDL files, run by their bootstraps
+            continue
+        q = queries.load(name)
+        graph.q("EXPLAIN " + q.text, **{p: None for p in q.params})
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_bind_rejects_missing_and_extra_parameters() -> None:
+    q = queries.load("notes/get")
+    assert q.params == {"id", "user_id", "agent_id", "run_id"}
+    with pytest.raises(TypeError, match="missing"):
+        q.bind(id="x", user_id="u", agent_id="a")
+    with pytest.raises(TypeError, match="unexpected"):
+        q.bind(id="x", user_id="u", agent_id="a", run_id="r", extra=1)

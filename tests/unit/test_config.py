@@ -1,0 +1,95 @@
+"""Settings: defaults, environment names, and ConfigError messages that name the bad setting."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from graphmem.config import Settings, load_settings
+from graphmem.errors import ConfigError
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No developer or CI variables and no stray .env: each test sets what it needs."""
+    import os
+
+    for name in list(os.environ):
+        if name.startswith(("NEO4J_", "GRAPHMEM_")) or name == "OPENAI_API_KEY":
+            monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)
+
+
+def test_defaults() -> None:
+    s = load_settings()
+    assert s.neo4j_uri == "bolt://127.0.0.1:7687"
+    assert s.neo4j_auth is None
+    assert s.neo4j_database == "neo4j"
+    assert s.neo4j_version == "5.26.30" and s.neo4j_browser_version == "5.24.0"
+    assert (s.neo4j_http_port, s.neo4j_heap, s.neo4j_pagecache) == (7474, "1g", "512m")
+    assert s.home == Path.home() / ".local" / "share" / "graphmem"
+    assert s.vector_dimensions == 384
+    assert s.resolved_llm_provider == "local"
+
+
+def test_langchain_neo4j_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NEO4J_URL", "neo4j://localhost:7688")
+    monkeypatch.setenv("NEO4J_USERNAME", "alice")
+    monkeypatch.setenv("NEO4J_PASSWORD", "s3cret-pass")
+    s = load_settings()
+    assert s.neo4j_uri == "neo4j://localhost:7688"
+    assert s.neo4j_auth == ("alice", "s3cret-pass")
+    assert "s3cret-pass" not in repr(s)  # SecretStr keeps it out of logs
+
+
+def test_graphmem_prefix_and_dotenv(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text("GRAPHMEM_NEO4J_HTTP_PORT=17474\nGRAPHMEM_NEIGHBOUR_K=7\n")
+    monkeypatch.setenv("GRAPHMEM_NEIGHBOUR_K", "3")  # the environment wins over .env
+    monkeypatch.setenv("GRAPHMEM_HOME", str(tmp_path / "home"))
+    s = load_settings()
+    assert (s.neo4j_http_port, s.neighbour_k, s.home) == (17474, 3, tmp_path / "home")
+
+
+def test_api_key_selects_openai(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    assert load_settings().resolved_llm_provider == "openai"
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "named"),
+    [
+        ("NEO4J_URI", "http://x", "NEO4J_URI"),
+        ("GRAPHMEM_NEIGHBOUR_K", "-1", "GRAPHMEM_NEIGHBOUR_K"),
+        ("GRAPHMEM_NEO4J_HTTP_PORT", "70000", "GRAPHMEM_NEO4J_HTTP_PORT"),
+        ("GRAPHMEM_NEO4J_HEAP", "lots", "GRAPHMEM_NEO4J_HEAP"),
+        ("GRAPHMEM_SEARCH_MODE", "psychic", "GRAPHMEM_SEARCH_MODE"),
+        ("NEO4J_DATABASE", "", "NEO4J_DATABASE"),
+    ],
+)
+def test_invalid_setting_is_named(monkeypatch: pytest.MonkeyPatch, name: str, value: str, named: str) -> None:
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ConfigError) as err:
+        load_settings()
+    assert str(err.value).startswith("invalid settings: ")
+    assert named in str(err.value)
+
+
+def test_all_problems_are_reported_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NEO4J_URI", "http://x")
+    monkeypatch.setenv("GRAPHMEM_NEIGHBOUR_K", "-1")
+    with pytest.raises(ConfigError) as err:
+        load_settings()
+    assert "NEO4J_URI" in str(err.value) and "GRAPHMEM_NEIGHBOUR_K" in str(err.value)
+
+
+def test_provider_needs_its_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GRAPHMEM_LLM_PROVIDER", "compatible")
+    with pytest.raises(ConfigError, match="GRAPHMEM_LLM_BASE_URL"):
+        load_settings()
+
+
+def test_overrides_are_validated() -> None:
+    with pytest.raises(ConfigError, match="GRAPHMEM_NEIGHBOUR_K"):
+        load_settings(neighbour_k=-1)
+    assert isinstance(load_settings(neighbour_k=0), Settings)
