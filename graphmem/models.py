@@ -10,6 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from graphmem.errors import InvalidInputError
+
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:@\-]{0,127}$"
 _ID_RE = re.compile(ID_PATTERN)
 
@@ -25,7 +27,7 @@ def new_note_id() -> str:
 def check_id(value: str, what: str = "id") -> str:
     """Ids and scope parts are short, printable tokens: no spaces, quotes or control characters."""
     if not isinstance(value, str) or not _ID_RE.match(value):
-        raise ValueError(
+        raise InvalidInputError(
             f"{what} must be 1-128 characters of letters, digits and _ . : @ -, "
             f"starting with a letter or digit; got {value!r:.60}"
         )

@@ -1,7 +1,16 @@
-// Delete every note and note version of one scope, with their relationships (tests, `graphmem` admin).
+// Delete everything of one scope: notes, note versions, chat sessions and messages, with their
+// relationships (tests, admin). One indexed lookup per label instead of a scan of all nodes.
 // Params: $user_id, $agent_id, $run_id. Returns: deleted (count).
-MATCH (n)
-WHERE (n:Note OR n:NoteVersion)
-  AND n.user_id = $user_id AND n.agent_id = $agent_id AND n.run_id = $run_id
-DETACH DELETE n
-RETURN count(*) AS deleted
+CALL () {
+  MATCH (n:Note {user_id: $user_id, agent_id: $agent_id, run_id: $run_id}) DETACH DELETE n RETURN count(*) AS a
+}
+CALL () {
+  MATCH (n:NoteVersion {user_id: $user_id, agent_id: $agent_id, run_id: $run_id}) DETACH DELETE n RETURN count(*) AS b
+}
+CALL () {
+  MATCH (n:ChatMessage {user_id: $user_id, agent_id: $agent_id, run_id: $run_id}) DETACH DELETE n RETURN count(*) AS c
+}
+CALL () {
+  MATCH (n:ChatSession {user_id: $user_id, agent_id: $agent_id, run_id: $run_id}) DETACH DELETE n RETURN count(*) AS d
+}
+RETURN a + b + c + d AS deleted

@@ -211,6 +211,9 @@ class MiniLMEmbeddings(Embeddings):
         so.intra_op_num_threads = self.threads
         so.inter_op_num_threads = 1
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        # No busy-waiting between ops: the embedder shares the cores with Neo4j and the local LLM,
+        # and spinning burned ~30% more CPU per sentence there for no gain in throughput.
+        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
         path = ensure_onnx(model_dir, cache_dir)
         try:
             return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])

@@ -12,14 +12,15 @@ The async Neo4j driver belongs to the event loop it was created on. So:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import concurrent.futures
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from graphmem.service.memory import AsyncMemoryService
 from graphmem.service.sync import MemoryService
 
 T = TypeVar("T")
-Work = Callable[[AsyncMemoryService], Awaitable[T]]
+Work = Callable[[AsyncMemoryService], Coroutine[Any, Any, T]]
 
 MemoryLike = AsyncMemoryService | MemoryService
 
@@ -35,9 +36,7 @@ class ServiceBridge:
             self._sync = None
             self.aio = service
         else:
-            raise TypeError(
-                f"expected graphmem AsyncMemoryService or MemoryService, got {type(service).__name__}"
-            )
+            raise TypeError(f"expected graphmem AsyncMemoryService or MemoryService, got {type(service).__name__}")
 
     @property
     def service(self) -> MemoryLike:
@@ -46,7 +45,7 @@ class ServiceBridge:
     def _loop(self) -> asyncio.AbstractEventLoop:
         assert self._sync is not None
         # MemoryService keeps its loop in a daemon thread; the facade exposes no public handle yet.
-        loop: asyncio.AbstractEventLoop = self._sync._loop.loop  # noqa: SLF001
+        loop: asyncio.AbstractEventLoop = self._sync.loop
         return loop
 
     def run(self, work: Work[T]) -> T:
@@ -56,14 +55,14 @@ class ServiceBridge:
                 "this graphmem object wraps an AsyncMemoryService, which only supports the async API "
                 "(ainvoke / aget / aput / asearch ...); for blocking calls pass a graphmem.MemoryService"
             )
-        future = asyncio.run_coroutine_threadsafe(work(self.aio), self._loop())
+        future: concurrent.futures.Future[T] = asyncio.run_coroutine_threadsafe(work(self.aio), self._loop())
         return future.result()
 
     async def arun(self, work: Work[T]) -> T:
         """Await `work(service)` from the caller's event loop."""
         if self._sync is None:
             return await work(self.aio)
-        future = asyncio.run_coroutine_threadsafe(work(self.aio), self._loop())
+        future: concurrent.futures.Future[T] = asyncio.run_coroutine_threadsafe(work(self.aio), self._loop())
         return await asyncio.wrap_future(future)
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
@@ -97,13 +97,15 @@ def to_filters(value: SearchFilters | dict[str, Any] | None) -> SearchFilters | 
     def when(v: Any, name: str) -> datetime | None:
         if v is None:
             return None
-        if not isinstance(v, datetime):
+        if isinstance(v, datetime):
+            at = v
+        else:
             try:
-                v = datetime.fromisoformat(str(v))
+                at = datetime.fromisoformat(str(v))
             except ValueError:
                 raise InvalidInputError(f"filter {name} must be an ISO date/time, got {str(v)[:40]!r}") from None
         # Event times are stored with a time zone; a naive bound would never compare equal or less.
-        return v if v.tzinfo is not None else v.replace(tzinfo=timezone.utc)
+        return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
 
     tags = value.get("tags_any")
     if tags is not None and (not isinstance(tags, list) or not all(isinstance(t, str) for t in tags)):
@@ -215,8 +217,7 @@ class GraphmemChatMessageHistory(BaseChatMessageHistory):
 
     async def _append(self, svc: AsyncMemoryService, messages: Sequence[BaseMessage]) -> None:
         stored = [
-            StoredMessage(type=m.type, data_json=json.dumps(message_to_dict(m), ensure_ascii=False))
-            for m in messages
+            StoredMessage(type=m.type, data_json=json.dumps(message_to_dict(m), ensure_ascii=False)) for m in messages
         ]
         await self._store(svc).append(self.scope, self.session_id, stored)
         if self.remember:
@@ -258,9 +259,7 @@ class GraphmemChatMessageHistory(BaseChatMessageHistory):
 
 class RememberArgs(BaseModel):
     content: str = Field(description="the fact, event or preference to remember, as one short self-contained text")
-    event_time: str | None = Field(
-        None, description="when it happened, if known (ISO date or words like '8 May 2023')"
-    )
+    event_time: str | None = Field(None, description="when it happened, if known (ISO date or words like '8 May 2023')")
 
 
 class RecallArgs(BaseModel):
@@ -329,8 +328,10 @@ def memory_tools(
             if not result.created:
                 return f"already remembered as note {n.id}"
             links = ", ".join(f"{l.type.value} {l.target_id}" for l in result.links)
-            return f"remembered as note {n.id}" + (f"; keywords: {', '.join(n.keywords)}" if n.keywords else "") + (
-                f"; linked: {links}" if links else ""
+            return (
+                f"remembered as note {n.id}"
+                + (f"; keywords: {', '.join(n.keywords)}" if n.keywords else "")
+                + (f"; linked: {links}" if links else "")
             )
 
         return work

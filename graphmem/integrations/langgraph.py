@@ -76,9 +76,7 @@ def _encode_value(value: dict[str, Any]) -> list[str]:
     text = text.replace("\x7f", "\\u007f")  # DEL is ASCII, so json leaves it; graphmem refuses it
     size = _CHUNK_CHARS - 2
     if len(text) > size * _MAX_CHUNKS:
-        raise InvalidInputError(
-            f"value is {len(text)} characters of JSON, over the store's limit of {MAX_VALUE_JSON}"
-        )
+        raise InvalidInputError(f"value is {len(text)} characters of JSON, over the store's limit of {MAX_VALUE_JSON}")
     return [f"|{text[i : i + size]}|" for i in range(0, len(text), size)]
 
 
@@ -409,8 +407,7 @@ class GraphmemStore(BaseStore):
         out: set[tuple[str, ...]] = set()
         for ns in namespaces:
             ok = all(
-                _path_match(cond.path, ns, suffix=cond.match_type == "suffix")
-                for cond in (op.match_conditions or ())
+                _path_match(cond.path, ns, suffix=cond.match_type == "suffix") for cond in (op.match_conditions or ())
             )
             if ok:
                 out.add(ns[: op.max_depth] if op.max_depth is not None else ns)
@@ -443,4 +440,3 @@ class GraphmemStore(BaseStore):
         ops = list(ops)
         result: list[Result] = await self._bridge.arun(lambda svc: self._run_ops(svc, ops))
         return result
-

@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from graphmem import __version__
 from graphmem.config import Settings, load_settings
@@ -39,8 +39,9 @@ INSTRUCTIONS = (
 def mcp_scope(settings: Settings) -> Scope:
     try:
         return Scope(user_id=settings.mcp_user_id, agent_id=settings.mcp_agent_id, run_id=settings.mcp_run_id)
-    except ValueError as exc:
-        raise ConfigError(f"GRAPHMEM_MCP_USER_ID / _AGENT_ID / _RUN_ID: {exc}") from None
+    except ValidationError as exc:
+        problems = "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in exc.errors())
+        raise ConfigError(f"GRAPHMEM_MCP_USER_ID / _AGENT_ID / _RUN_ID: {problems}") from None
 
 
 def _note_brief(note: Note) -> dict[str, Any]:

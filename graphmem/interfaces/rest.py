@@ -21,15 +21,13 @@ import hmac
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import datetime, timezone
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from pydantic.json_schema import SkipJsonSchema
+from pydantic import BaseModel, ConfigDict, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Send
 from starlette.types import Scope as ASGIScope
@@ -47,9 +45,26 @@ from graphmem.errors import (
     SchemaMismatchError,
     StoreUnavailableError,
 )
-from graphmem.models import AddResult, AskResult, Link, LinkType, Note, NoteVersion, Scope, SearchHit
+from graphmem.interfaces.rest_schemas import (
+    AddResultOut,
+    AskRequest,
+    AskResultOut,
+    Health,
+    HistoryResponse,
+    LinkCreate,
+    LinksResponse,
+    NoteCreate,
+    NoteOut,
+    NotePage,
+    NoteUpdate,
+    ScopeFields,
+    SearchRequest,
+    SearchResponse,
+    hit_out,
+    note_out,
+)
+from graphmem.models import Link, Scope
 from graphmem.service.memory import AsyncMemoryService
-from graphmem.store.neo4j_store import SearchFilters
 
 log = logging.getLogger(__name__)
 
@@ -108,11 +123,18 @@ class ApiError(Exception):
         self.headers = headers
 
 
-def _error(status_code: int, code: str, message: str, details: Any = None, headers: dict[str, str] | None = None) -> JSONResponse:
+def _error(
+    status_code: int, code: str, message: str, details: Any = None, headers: dict[str, str] | None = None
+) -> JSONResponse:
     body: dict[str, Any] = {"error": {"code": code, "message": message}}
     if details is not None:
         body["error"]["details"] = details
     return JSONResponse(status_code=status_code, content=body, headers=headers)
+
+
+def _msg(error: Any) -> str:
+    """A pydantic error message without pydantic's 'Value error, ' prefix."""
+    return str(error["msg"]).removeprefix("Value error, ")
 
 
 def _merge(given: dict[str, str], source: dict[str, str | None]) -> None:
@@ -122,124 +144,6 @@ def _merge(given: dict[str, str], source: dict[str, str | None]) -> None:
         if part in given and given[part] != value:
             raise ApiError(400, "conflicting_scope", f"{part} is given twice with different values")
         given[part] = value
-
-
-# --- request and response bodies ------------------------------------------------------------------
-
-
-class ScopeFields(BaseModel):
-    """Optional scope in a JSON body (instead of X-User-Id / X-Agent-Id / X-Run-Id headers)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    user_id: str | None = Field(None, max_length=128)
-    agent_id: str | None = Field(None, max_length=128)
-    run_id: str | None = Field(None, max_length=128)
-
-
-class NoteCreate(ScopeFields):
-    content: str = Field(description="the memory text")
-    note_id: str | None = Field(None, description="client-given id: adding it again is a no-op (idempotent)")
-    event_time: str | None = Field(None, max_length=200, description="when it happened: ISO 8601 or free text")
-    category: str | None = Field(None, max_length=200)
-    source_id: str | None = Field(None, max_length=500)
-    metadata: dict[str, str] | None = Field(None, description="string values, 32 keys at most")
-    dedupe_content: bool = Field(False, description="reuse a note of the scope with exactly this content")
-    enrich: bool | None = Field(None, description="false: store raw, no LLM call (default from settings)")
-
-
-class NoteUpdate(ScopeFields):
-    content: str = Field(description="the new text; the note is re-enriched and the old values kept as a version")
-
-
-class Filters(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    tags_any: list[str] | None = Field(None, max_length=50)
-    category: str | None = None
-    since: datetime | None = None
-    until: datetime | None = None
-
-    def to_search(self) -> SearchFilters:
-        return SearchFilters(tags_any=self.tags_any, category=self.category, since=_utc(self.since), until=_utc(self.until))
-
-
-def _utc(value: datetime | None) -> datetime | None:
-    """Event times are stored with a time zone; a naive bound is taken as UTC (else nothing matches)."""
-    return value if value is None or value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
-
-
-class SearchRequest(ScopeFields):
-    query: str
-    k: int | None = Field(None, ge=1, le=1000)
-    mode: Literal["vector", "links", "hybrid"] | None = None
-    filters: Filters | None = None
-
-
-class AskRequest(ScopeFields):
-    question: str
-    k: int | None = Field(None, ge=1, le=1000)
-    mode: Literal["vector", "links", "hybrid"] | None = None
-    token_budget: int | None = Field(None, ge=50, le=200_000)
-    filters: Filters | None = None
-
-
-class LinkCreate(ScopeFields):
-    target_id: str
-    type: LinkType = LinkType.RELATED_TO
-    reason: str = Field("", max_length=300)
-    strength: float = Field(0.5, ge=0.0, le=1.0)
-
-
-class NoteOut(Note):
-    embedding: SkipJsonSchema[None] = Field(None, exclude=True)
-
-
-class SearchHitOut(SearchHit):
-    note: NoteOut
-
-
-class AddResultOut(AddResult):
-    note: NoteOut
-
-
-class AskResultOut(AskResult):
-    notes: list[SearchHitOut]
-
-
-class NotePage(BaseModel):
-    notes: list[NoteOut]
-    total: int
-    limit: int
-    offset: int
-    next_offset: int | None
-
-
-class SearchResponse(BaseModel):
-    hits: list[SearchHitOut]
-
-
-class LinksResponse(BaseModel):
-    links: list[Link]
-
-
-class HistoryResponse(BaseModel):
-    versions: list[NoteVersion]
-
-
-class Health(BaseModel):
-    status: str
-    version: str
-    neo4j: dict[str, str] | None = None
-    detail: str | None = None
-
-
-def _note(note: Note) -> NoteOut:
-    return NoteOut.model_validate(note.model_dump(exclude={"embedding"}))
-
-
-def _hit(hit: SearchHit) -> SearchHitOut:
-    return SearchHitOut.model_validate({**hit.model_dump(exclude={"note"}), "note": _note(hit.note)})
 
 
 # --- body size limit ------------------------------------------------------------------------------
@@ -256,9 +160,7 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        too_big = _error(
-            413, "payload_too_large", f"request body over the limit of {self.max_bytes} bytes"
-        )
+        too_big = _error(413, "payload_too_large", f"request body over the limit of {self.max_bytes} bytes")
         for name, value in scope.get("headers", []):
             if name == b"content-length":
                 try:
@@ -327,8 +229,10 @@ def create_app(
     Raises ConfigError when no API key is configured and auth is not explicitly disabled.
     """
     settings = settings or (service.settings if service is not None else load_settings())
-    keys = {} if settings.auth_disabled else parse_api_keys(
-        settings.api_keys.get_secret_value() if settings.api_keys else None
+    keys = (
+        {}
+        if settings.auth_disabled
+        else parse_api_keys(settings.api_keys.get_secret_value() if settings.api_keys else None)
     )
     if not settings.auth_disabled and not keys:
         raise ConfigError(
@@ -378,8 +282,9 @@ def create_app(
 
     @app.exception_handler(ValidationError)
     async def _pydantic_error(request: Request, exc: ValidationError) -> JSONResponse:
-        details = [{"loc": list(e["loc"]), "msg": e["msg"]} for e in exc.errors()]
-        return _error(422, "invalid_input", "; ".join(d["msg"] for d in details), details)
+        messages = [_msg(e) for e in exc.errors()]
+        details = [{"loc": [str(p) for p in e["loc"]], "msg": _msg(e)} for e in exc.errors()]
+        return _error(422, "invalid_input", "; ".join(messages), details)
 
     @app.exception_handler(RequestValidationError)
     async def _request_error(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -397,11 +302,16 @@ def create_app(
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         codes = {
-            401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
+            401: "unauthorized",
+            403: "forbidden",
+            404: "not_found",
+            405: "method_not_allowed",
             413: "payload_too_large",
         }
         return _error(
-            exc.status_code, codes.get(exc.status_code, "http_error"), str(exc.detail),
+            exc.status_code,
+            codes.get(exc.status_code, "http_error"),
+            str(exc.detail),
             headers=getattr(exc, "headers", None),
         )
 
@@ -429,7 +339,9 @@ def create_app(
         given = x_api_key or (credentials.credentials if credentials else None)
         if not given:
             raise ApiError(
-                401, "unauthorized", "missing API key: send X-API-Key or Authorization: Bearer",
+                401,
+                "unauthorized",
+                "missing API key: send X-API-Key or Authorization: Bearer",
                 headers={"WWW-Authenticate": "Bearer"},
             )
         found: tuple[str, Scope | None] | None = None
@@ -476,13 +388,14 @@ def create_app(
             return who.scope
         if "user_id" not in given:
             raise ApiError(
-                422, "missing_scope",
+                422,
+                "missing_scope",
                 "user_id is required: send the X-User-Id header, a user_id query parameter or a user_id body field",
             )
         try:
             return Scope(**given)
         except ValidationError as exc:
-            raise ApiError(422, "invalid_scope", "; ".join(e["msg"] for e in exc.errors())) from None
+            raise ApiError(422, "invalid_scope", "; ".join(_msg(e) for e in exc.errors())) from None
 
     # --- routes ---
 
@@ -499,22 +412,36 @@ def create_app(
             return JSONResponse(status_code=503, content=body.model_dump())
         return JSONResponse(content=Health(status="ok", version=__version__, neo4j=server).model_dump())
 
-    @app.post("/v1/notes", response_model=AddResultOut, status_code=201, tags=["notes"],
-              responses={200: {"description": "already stored (same note_id, or same content with dedupe_content)"}})
-    async def add_note(body: NoteCreate, who: Auth, given: Given, svc: Svc, response: Response) -> AddResultOut:
+    @app.post(
+        "/v1/notes",
+        response_model=AddResultOut,
+        status_code=201,
+        tags=["notes"],
+        responses={200: {"description": "already stored (same note_id, or same content with dedupe_content)"}},
+    )
+    async def addnote_out(body: NoteCreate, who: Auth, given: Given, svc: Svc, response: Response) -> AddResultOut:
         """Add a memory the A-MEM way: construct the note, link it, evolve its neighbours."""
         scope = resolve_scope(who, given, body)
         result = await svc.add(
-            body.content, scope, note_id=body.note_id, event_time=body.event_time, category=body.category,
-            source_id=body.source_id, metadata=body.metadata, dedupe_content=body.dedupe_content, enrich=body.enrich,
+            body.content,
+            scope,
+            note_id=body.note_id,
+            event_time=body.event_time,
+            category=body.category,
+            source_id=body.source_id,
+            metadata=body.metadata,
+            dedupe_content=body.dedupe_content,
+            enrich=body.enrich,
         )
         if not result.created:
             response.status_code = 200
-        return AddResultOut.model_validate({**result.model_dump(exclude={"note"}), "note": _note(result.note)})
+        return AddResultOut.model_validate({**result.model_dump(exclude={"note"}), "note": note_out(result.note)})
 
     @app.get("/v1/notes", response_model=NotePage, tags=["notes"])
     async def list_notes(
-        who: Auth, given: Given, svc: Svc,
+        who: Auth,
+        given: Given,
+        svc: Svc,
         limit: Annotated[int, Query(ge=1, le=1000)] = 50,
         offset: Annotated[int, Query(ge=0)] = 0,
     ) -> NotePage:
@@ -524,32 +451,35 @@ def create_app(
         total = await svc.count(scope)
         nxt = offset + len(notes)
         return NotePage(
-            notes=[_note(n) for n in notes], total=total, limit=limit, offset=offset,
+            notes=[note_out(n) for n in notes],
+            total=total,
+            limit=limit,
+            offset=offset,
             next_offset=nxt if nxt < total else None,
         )
 
     @app.get("/v1/notes/{note_id}", response_model=NoteOut, tags=["notes"])
-    async def get_note(note_id: str, who: Auth, given: Given, svc: Svc) -> NoteOut:
-        return _note(await svc.get(note_id, resolve_scope(who, given)))
+    async def getnote_out(note_id: str, who: Auth, given: Given, svc: Svc) -> NoteOut:
+        return note_out(await svc.get(note_id, resolve_scope(who, given)))
 
     async def _update(
         note_id: str, body: NoteUpdate, who: Principal, given: dict[str, str], svc: AsyncMemoryService
     ) -> AddResultOut:
         result = await svc.update(note_id, resolve_scope(who, given, body), body.content)
-        return AddResultOut.model_validate({**result.model_dump(exclude={"note"}), "note": _note(result.note)})
+        return AddResultOut.model_validate({**result.model_dump(exclude={"note"}), "note": note_out(result.note)})
 
     @app.put("/v1/notes/{note_id}", response_model=AddResultOut, tags=["notes"])
-    async def put_note(note_id: str, body: NoteUpdate, who: Auth, given: Given, svc: Svc) -> AddResultOut:
+    async def putnote_out(note_id: str, body: NoteUpdate, who: Auth, given: Given, svc: Svc) -> AddResultOut:
         """Replace the content: re-enrich, re-embed, keep the previous values as a version."""
         return await _update(note_id, body, who, given, svc)
 
     @app.patch("/v1/notes/{note_id}", response_model=AddResultOut, tags=["notes"])
-    async def patch_note(note_id: str, body: NoteUpdate, who: Auth, given: Given, svc: Svc) -> AddResultOut:
+    async def patchnote_out(note_id: str, body: NoteUpdate, who: Auth, given: Given, svc: Svc) -> AddResultOut:
         """Same as PUT: content is the only field a client may change."""
         return await _update(note_id, body, who, given, svc)
 
     @app.delete("/v1/notes/{note_id}", status_code=204, tags=["notes"])
-    async def delete_note(note_id: str, who: Auth, given: Given, svc: Svc) -> Response:
+    async def deletenote_out(note_id: str, who: Auth, given: Given, svc: Svc) -> Response:
         """Delete a note with its versions and links."""
         if not await svc.delete(note_id, resolve_scope(who, given)):
             raise NoteNotFoundError(note_id)
@@ -576,19 +506,21 @@ def create_app(
         scope = resolve_scope(who, given, body)
         filters = body.filters.to_search() if body.filters else None
         hits = await svc.search(body.query, scope, k=body.k, mode=body.mode, filters=filters)
-        return SearchResponse(hits=[_hit(h) for h in hits])
+        return SearchResponse(hits=[hit_out(h) for h in hits])
 
     @app.post("/v1/ask", response_model=AskResultOut, tags=["retrieval"])
     async def ask(body: AskRequest, who: Auth, given: Given, svc: Svc) -> AskResultOut:
         """Answer a question from the scope's notes (within a token budget), with the notes used."""
         scope = resolve_scope(who, given, body)
         filters = body.filters.to_search() if body.filters else None
-        result = await svc.ask(body.question, scope, k=body.k, mode=body.mode, token_budget=body.token_budget, filters=filters)
+        result = await svc.ask(
+            body.question, scope, k=body.k, mode=body.mode, token_budget=body.token_budget, filters=filters
+        )
         return AskResultOut.model_validate(
-            {**result.model_dump(exclude={"notes"}), "notes": [_hit(h) for h in result.notes]}
+            {**result.model_dump(exclude={"notes"}), "notes": [hit_out(h) for h in result.notes]}
         )
 
     return app
 
 
-__all__ = ["create_app", "parse_api_keys", "key_fingerprint", "DEFAULT_MAX_BODY_BYTES"]
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "create_app", "key_fingerprint", "parse_api_keys"]

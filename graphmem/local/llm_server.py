@@ -450,6 +450,8 @@ class LocalLLM:
     def _spawn(self, model: Path) -> int:
         cmd = self._command(model)
         env = _server_env()
+        if self.log_file.exists():  # keep the previous run's log (a crash report) and start fresh
+            os.replace(self.log_file, self.log_file.with_name(self.log_file.name + ".1"))
         # A throwaway launcher starts the server in its own session and exits, so the server is
         # nobody's child: no zombie in long-lived parents, no ResourceWarning for a live Popen.
         result = subprocess.run(

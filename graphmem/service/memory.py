@@ -11,6 +11,8 @@ The LLM proposes, this module decides, the store (Cypher) executes.
 
 from __future__ import annotations
 
+import builtins
+
 import asyncio
 import logging
 import time
@@ -62,8 +64,8 @@ class NoteInput(BaseModel):
     category: str | None = None
     source_id: str | None = None
     metadata: dict[str, str] = Field(default_factory=dict)
-    keywords: list[str] = Field(default_factory=list)
-    tags: list[str] = Field(default_factory=list)
+    keywords: builtins.list[str] = Field(default_factory=list)
+    tags: builtins.list[str] = Field(default_factory=list)
     context: str = ""
 
 
@@ -147,7 +149,7 @@ class AsyncMemoryService:
 
     # --- helpers --------------------------------------------------------------------------------
 
-    async def _embed(self, texts: Sequence[str], usage: Usage | None = None) -> list[list[float]]:
+    async def _embed(self, texts: Sequence[str], usage: Usage | None = None) -> builtins.list[list[float]]:
         if not texts:
             return []
         started = time.perf_counter()
@@ -156,7 +158,7 @@ class AsyncMemoryService:
             usage.embed_seconds += time.perf_counter() - started
         return vectors
 
-    async def _embed_query(self, text: str, usage: Usage | None = None) -> list[float]:
+    async def _embed_query(self, text: str, usage: Usage | None = None) -> builtins.list[float]:
         started = time.perf_counter()
         vector = await self.embedder.aembed_query(text)
         if usage is not None:
@@ -168,7 +170,7 @@ class AsyncMemoryService:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    async def _touch(self, ids: list[str], scope: Scope) -> None:
+    async def _touch(self, ids: builtins.list[str], scope: Scope) -> None:
         try:
             await self.store.touch(ids, scope)
         except Exception as exc:  # access statistics must never fail a read
@@ -192,7 +194,7 @@ class AsyncMemoryService:
         return note
 
     def _plan_evolution(
-        self, note: Note, neighbours: Sequence[Note], decision: EvolutionDecision, rejected: list[str]
+        self, note: Note, neighbours: Sequence[Note], decision: EvolutionDecision, rejected: builtins.list[str]
     ) -> tuple[list[Link], list[tuple[Note, dict[str, Any]]]]:
         """Keep only proposals that target shown neighbours with known types (never stored otherwise)."""
         shown = {n.id: n for n in neighbours}
@@ -291,9 +293,9 @@ class AsyncMemoryService:
         variant = self.settings.embed_text_variant
         (embedding,) = await self._embed([embed_text(note, variant)], usage)
 
-        links: list[Link] = []
-        changes: list[tuple[Note, dict[str, Any]]] = []
-        rejected: list[str] = []
+        links: builtins.list[Link] = []
+        changes: builtins.list[tuple[Note, dict[str, Any]]] = []
+        rejected: builtins.list[str] = []
         do_evolve = (self.settings.enable_links or self.settings.enable_evolution) and (
             evolve if evolve is not None else do_enrich
         )
@@ -350,7 +352,7 @@ class AsyncMemoryService:
 
     async def _neighbour_updates(
         self, changes: Sequence[tuple[Note, dict[str, Any]]], usage: Usage
-    ) -> list[NeighbourUpdate]:
+    ) -> builtins.list[NeighbourUpdate]:
         """Re-embed every evolved neighbour now (the original left its index stale for 100 evolutions)."""
         if not changes:
             return []
@@ -369,13 +371,13 @@ class AsyncMemoryService:
         *,
         batch_size: int = 1000,
         progress: Progress | None = None,
-    ) -> list[str]:
+    ) -> builtins.list[str]:
         """Bulk import without LLM calls (raw mode): validate all, embed in batches, write in chunks.
 
         Returns the ids of the notes (existing ids are kept, not duplicated). Nothing is written when
         any item is invalid.
         """
-        notes: list[Note] = []
+        notes: builtins.list[Note] = []
         for i, item in enumerate(items):
             try:
                 content = validate_content(item.content, self.settings.max_content_chars)
@@ -518,7 +520,7 @@ class AsyncMemoryService:
     async def get(self, note_id: str, scope: Scope) -> Note:
         return await self._require(note_id, scope)
 
-    async def list(self, scope: Scope, *, limit: int = 50, offset: int = 0) -> list[Note]:
+    async def list(self, scope: Scope, *, limit: int = 50, offset: int = 0) -> builtins.list[Note]:
         if not 1 <= limit <= 1000 or offset < 0:
             raise InvalidInputError("limit must be 1..1000 and offset >= 0")
         return await self.store.list(scope, limit=limit, offset=offset)
@@ -526,20 +528,20 @@ class AsyncMemoryService:
     async def count(self, scope: Scope) -> int:
         return await self.store.count(scope)
 
-    async def links(self, note_id: str, scope: Scope) -> list[Link]:
+    async def links(self, note_id: str, scope: Scope) -> builtins.list[Link]:
         await self._require(note_id, scope)
         return await self.store.links(note_id, scope)
 
-    async def history(self, note_id: str, scope: Scope) -> list[NoteVersion]:
+    async def history(self, note_id: str, scope: Scope) -> builtins.list[NoteVersion]:
         await self._require(note_id, scope)
         return await self.store.history(note_id, scope)
 
-    async def scopes(self, user_id: str | None = None) -> list[Scope]:
+    async def scopes(self, user_id: str | None = None) -> builtins.list[Scope]:
         if user_id is not None:
             check_id(user_id, "user_id")
         return await self.store.scopes(user_id)
 
-    async def export_notes(self, scope: Scope) -> list[dict[str, Any]]:
+    async def export_notes(self, scope: Scope) -> builtins.list[dict[str, Any]]:
         from graphmem.service.transfer import export_records
 
         return await export_records(self, scope)
@@ -558,7 +560,7 @@ class AsyncMemoryService:
         filters: SearchFilters | None = None,
         usage: Usage | None = None,
         query_embedding: Sequence[float] | None = None,
-    ) -> list[SearchHit]:
+    ) -> builtins.list[SearchHit]:
         """Top-k notes of the scope for a query; each hit says how it was found.
 
         mode: "vector" (HNSW), "links" (vector + one hop along typed links, default),
@@ -588,7 +590,7 @@ class AsyncMemoryService:
             self._spawn(self._touch([h.note.id for h in hits], scope))
         return hits
 
-    async def _expand(self, hits: list[SearchHit], scope: Scope) -> list[SearchHit]:
+    async def _expand(self, hits: builtins.list[SearchHit], scope: Scope) -> builtins.list[SearchHit]:
         """A-MEM's link expansion: each hit is followed by its linked notes (bounded, deduplicated)."""
         ids = [h.note.id for h in hits]
         linked = await self.store.expand_links(ids, scope, self.settings.links_per_hit, exclude_ids=ids)
@@ -607,7 +609,7 @@ class AsyncMemoryService:
             )
             seen[ln.note.id] = hit
             by_parent.setdefault(ln.from_id, []).append(hit)
-        out: list[SearchHit] = []
+        out: builtins.list[SearchHit] = []
         for h in hits:
             out.append(h)
             out.extend(by_parent.get(h.note.id, []))
@@ -635,8 +637,8 @@ class AsyncMemoryService:
         usage = Usage()
         hits = await self.search(question, scope, k=k, mode=mode, filters=filters, usage=usage)
         budget = token_budget or self.settings.context_token_budget
-        lines: list[str] = []
-        used: list[SearchHit] = []
+        lines: builtins.list[str] = []
+        used: builtins.list[SearchHit] = []
         spent = 0
         for hit in hits:
             line = render_context_line(hit.note)
@@ -657,7 +659,7 @@ def render_context_line(note: Note) -> str:
     return f"[{when}] {note.content}{extra}" if when else f"{note.content}{extra}"
 
 
-def _rrf(a: list[SearchHit], b: list[SearchHit], k: int) -> list[SearchHit]:
+def _rrf(a: builtins.list[SearchHit], b: builtins.list[SearchHit], k: int) -> builtins.list[SearchHit]:
     """Reciprocal rank fusion: scores of different scales are fused by rank, not by value."""
     fused: dict[str, SearchHit] = {}
     scores: dict[str, float] = {}

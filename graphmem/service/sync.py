@@ -6,6 +6,8 @@ it and waits. No hand-kept sync copy of the algorithm exists, so the two can nev
 
 from __future__ import annotations
 
+import builtins
+
 import asyncio
 import threading
 from collections.abc import Coroutine, Iterable, Sequence
@@ -59,6 +61,15 @@ class MemoryService:
             raise
 
     @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The private loop the async service lives on (for integrations that submit coroutines)."""
+        return self._loop.loop
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run a coroutine of the async service on its loop and wait for the result."""
+        return self._loop.run(coro)
+
+    @property
     def settings(self) -> Settings:
         return self.aio.settings
 
@@ -105,7 +116,7 @@ class MemoryService:
 
     def add_many(
         self, items: Sequence[NoteInput], scope: Scope, *, batch_size: int = 1000, progress: Progress | None = None
-    ) -> list[str]:
+    ) -> builtins.list[str]:
         return self._loop.run(self.aio.add_many(items, scope, batch_size=batch_size, progress=progress))
 
     def update(self, note_id: str, scope: Scope, content: str) -> AddResult:
@@ -131,19 +142,19 @@ class MemoryService:
     def get(self, note_id: str, scope: Scope) -> Note:
         return self._loop.run(self.aio.get(note_id, scope))
 
-    def list(self, scope: Scope, *, limit: int = 50, offset: int = 0) -> list[Note]:
+    def list(self, scope: Scope, *, limit: int = 50, offset: int = 0) -> builtins.list[Note]:
         return self._loop.run(self.aio.list(scope, limit=limit, offset=offset))
 
     def count(self, scope: Scope) -> int:
         return self._loop.run(self.aio.count(scope))
 
-    def links(self, note_id: str, scope: Scope) -> list[Link]:
+    def links(self, note_id: str, scope: Scope) -> builtins.list[Link]:
         return self._loop.run(self.aio.links(note_id, scope))
 
-    def history(self, note_id: str, scope: Scope) -> list[NoteVersion]:
+    def history(self, note_id: str, scope: Scope) -> builtins.list[NoteVersion]:
         return self._loop.run(self.aio.history(note_id, scope))
 
-    def scopes(self, user_id: str | None = None) -> list[Scope]:
+    def scopes(self, user_id: str | None = None) -> builtins.list[Scope]:
         return self._loop.run(self.aio.scopes(user_id))
 
     def search(
@@ -154,7 +165,7 @@ class MemoryService:
         k: int | None = None,
         mode: SearchMode | None = None,
         filters: SearchFilters | None = None,
-    ) -> list[SearchHit]:
+    ) -> builtins.list[SearchHit]:
         return self._loop.run(self.aio.search(query, scope, k=k, mode=mode, filters=filters))
 
     def ask(
@@ -168,7 +179,7 @@ class MemoryService:
     ) -> AskResult:
         return self._loop.run(self.aio.ask(question, scope, k=k, mode=mode, token_budget=token_budget))
 
-    def export_notes(self, scope: Scope) -> list[dict[str, Any]]:
+    def export_notes(self, scope: Scope) -> builtins.list[dict[str, Any]]:
         return self._loop.run(self.aio.export_notes(scope))
 
     def import_notes(self, records: Iterable[dict[str, Any]], scope: Scope) -> int:

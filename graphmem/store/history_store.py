@@ -78,12 +78,17 @@ class Neo4jHistoryStore:
         rows_in = [{"type": m.type, "data_json": m.data_json} for m in messages]
 
         async def work(tx: AsyncManagedTransaction) -> list[dict[str, Any]]:
-            return await self._notes._run(  # noqa: SLF001 - same package
-                tx, "history/append", key=key, session_id=session_id, **scope.params(), now=utcnow(),
+            return await self._notes._run(
+                tx,
+                "history/append",
+                key=key,
+                session_id=session_id,
+                **scope.params(),
+                now=utcnow(),
                 messages=rows_in,
             )
 
-        rows = await self._notes._write(work)  # noqa: SLF001
+        rows = await self._notes._write(work)
         return int(rows[0]["first"]) if rows else -1
 
     async def messages(self, scope: Scope, session_id: str, *, last: int | None = None) -> list[str]:
@@ -91,23 +96,21 @@ class Neo4jHistoryStore:
         key = self._check(scope, session_id)
         await self.ensure_schema()
         limit = _ALL if last is None else max(0, last)
-        rows = await self._notes._read(  # noqa: SLF001
-            lambda tx: self._notes._run(tx, "history/messages", key=key, **scope.params(), limit=limit)  # noqa: SLF001
+        rows = await self._notes._read(
+            lambda tx: self._notes._run(tx, "history/messages", key=key, **scope.params(), limit=limit)
         )
         return [r["data_json"] for r in rows]
 
     async def clear(self, scope: Scope, session_id: str) -> int:
         key = self._check(scope, session_id)
         await self.ensure_schema()
-        rows = await self._notes._write(  # noqa: SLF001
-            lambda tx: self._notes._run(tx, "history/clear", key=key, **scope.params())  # noqa: SLF001
-        )
+        rows = await self._notes._write(lambda tx: self._notes._run(tx, "history/clear", key=key, **scope.params()))
         return int(rows[0]["deleted"]) if rows else 0
 
     async def sessions(self, scope: Scope, *, limit: int = 100) -> list[SessionInfo]:
         await self.ensure_schema()
-        rows = await self._notes._read(  # noqa: SLF001
-            lambda tx: self._notes._run(tx, "history/sessions", **scope.params(), limit=limit)  # noqa: SLF001
+        rows = await self._notes._read(
+            lambda tx: self._notes._run(tx, "history/sessions", **scope.params(), limit=limit)
         )
         return [
             SessionInfo(
@@ -126,5 +129,5 @@ def history_store_for(notes: Neo4jNoteStore) -> Neo4jHistoryStore:
     if isinstance(existing, Neo4jHistoryStore):
         return existing
     store = Neo4jHistoryStore(notes)
-    notes._graphmem_history = store  # type: ignore[attr-defined]  # noqa: SLF001
+    notes._graphmem_history = store  # type: ignore[attr-defined]
     return store

@@ -196,7 +196,7 @@ class Neo4jNoteStore:
             user_agent=f"graphmem/{__version__}",
             # Fail fast when Neo4j is down instead of the driver's default 30 s retry budget;
             # the service surfaces a clear error and the next call reconnects by itself.
-            max_transaction_retry_time=15.0,
+            max_transaction_retry_time=5.0,
             # Unknown-label/property warnings on a young database are noise, not news.
             notifications_min_severity="OFF",
         )

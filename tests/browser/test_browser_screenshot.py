@@ -26,8 +26,14 @@ ROOT = Path(__file__).resolve().parents[2]
 BROWSE = ROOT / "cypher" / "browse"
 CHROMIUM = os.environ.get("GRAPHMEM_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_FLAGS = [
-    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
     "--disable-dev-shm-usage",
 ]
 NOTES = {  # content -> keywords the scripted model gives it (the first one becomes the caption)
@@ -73,8 +79,13 @@ def memory(scope: Scope, settings: Any, embedder: Any) -> Iterator[dict[str, str
 
 
 def test_browse_queries_run(memory: dict[str, str], scope: Scope, graph: Any) -> None:
-    params = {**scope.params(), "note_id": memory["first"], "tag": "Personal",
-              "since": "2023-05-01T00:00:00Z", "until": "2023-05-03T00:00:00Z"}
+    params = {
+        **scope.params(),
+        "note_id": memory["first"],
+        "tag": "Personal",
+        "since": "2023-05-01T00:00:00Z",
+        "until": "2023-05-03T00:00:00Z",
+    }
     names = sorted(p.stem for p in BROWSE.glob("*.cypher"))
     assert names == ["evolution_history", "latest_notes", "most_linked", "neighbourhood", "notes_by_tag", "time_range"]
     results = {}
@@ -107,12 +118,16 @@ def test_browser_renders_a_note_graph(memory: dict[str, str], scope: Scope, sett
     shot = out_dir / "browser.png"
     shot.unlink(missing_ok=True)
 
-    url = f"{http}/browser/?dbms={settings.neo4j_uri}&preselectAuthMethod=NO_AUTH"
+    auth = settings.neo4j_auth  # None: the server runs without auth (graphmem's local default)
+    url = f"{http}/browser/?dbms={settings.neo4j_uri}" + ("&preselectAuthMethod=NO_AUTH" if auth is None else "")
     profile = tempfile.mkdtemp(prefix="graphmem-chromium-")
     try:
         with sync_api.sync_playwright() as pw:
             browser = pw.chromium.launch_persistent_context(
-                profile, executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS,
+                profile,
+                executable_path=CHROMIUM,
+                headless=True,
+                args=CHROMIUM_FLAGS,
                 viewport={"width": 1400, "height": 1000},
             )
             try:
@@ -122,7 +137,11 @@ def test_browser_renders_a_note_graph(memory: dict[str, str], scope: Scope, sett
                 editor = page.locator("#monaco-main-editor")
                 editor.wait_for()
                 connect = page.locator('button[data-testid="connect"]')
-                if connect.count() and connect.first.is_visible():
+                if auth is not None:  # selectors from neo4j-browser's e2e_tests/support/commands.ts
+                    page.locator('input[data-testid="username"]').fill(auth[0])
+                    page.locator('input[data-testid="password"]').fill(auth[1])
+                    connect.first.click()
+                elif connect.count() and connect.first.is_visible():
                     connect.first.click()
                 page.get_by_text("You are connected as", exact=False).or_(
                     page.get_by_text("server auth is disabled", exact=False)

@@ -22,9 +22,13 @@ def embedder(settings: Settings) -> Embeddings:
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def make_service(
-    settings: Settings, embedder: Embeddings
+    settings: Settings, embedder: Embeddings, scope: Any
 ) -> AsyncIterator[Callable[..., Any]]:
-    """Factory: `await make_service(responder=..., **setting_overrides)` -> (service, chat model)."""
+    """Factory: `await make_service(responder=..., **setting_overrides)` -> (service, chat model).
+
+    Depends on `scope` so that services close (and their background writes finish) before the
+    scope's cleanup runs: the other order can block the cleanup on a lock held by a paused task.
+    """
     made: list[AsyncMemoryService] = []
 
     async def factory(responder: Responder | None = None, **overrides: Any) -> tuple[AsyncMemoryService, ScriptedChatModel]:

@@ -84,7 +84,9 @@ async def test_retriever_documents_and_per_call_options(scope: Scope, make_servi
         retriever.invoke("studio")  # blocking call on an async service: a clear refusal, not a deadlock
 
 
-async def test_retriever_and_history_with_the_blocking_service(scope: Scope, sync_service: MemoryService, chat_cleanup: None) -> None:
+async def test_retriever_and_history_with_the_blocking_service(
+    scope: Scope, sync_service: MemoryService, chat_cleanup: None
+) -> None:
     sync_service.add("Gina's bakery sells sourdough bread on Sundays.", scope, enrich=False)
     retriever = GraphmemRetriever(service=sync_service, scope=scope, k=1)
     assert retriever.invoke("sourdough")[0].page_content.startswith("Gina's bakery")
@@ -106,8 +108,12 @@ async def test_retriever_and_history_with_the_blocking_service(scope: Scope, syn
 def tricky_messages() -> list[BaseMessage]:
     return [
         SystemMessage("You are terse.", id="sys-1"),
-        HumanMessage(content=[{"type": "text", "text": "Look at this"}, {"type": "text", "text": "  and this  "}],
-                     id="h-1", name="alice", additional_kwargs={"lang": "en"}),
+        HumanMessage(
+            content=[{"type": "text", "text": "Look at this"}, {"type": "text", "text": "  and this  "}],
+            id="h-1",
+            name="alice",
+            additional_kwargs={"lang": "en"},
+        ),
         AIMessage(
             content="",
             id="ai-1",
@@ -115,13 +121,20 @@ def tricky_messages() -> list[BaseMessage]:
             usage_metadata={"input_tokens": 10, "output_tokens": 2, "total_tokens": 12},
             response_metadata={"model_name": "fake", "finish_reason": "tool_calls"},
         ),
-        ToolMessage(content="[n1] Melanie runs a pottery studio.", tool_call_id="call-9", name="recall",
-                    artifact={"ids": ["n1"]}, status="success"),
+        ToolMessage(
+            content="[n1] Melanie runs a pottery studio.",
+            tool_call_id="call-9",
+            name="recall",
+            artifact={"ids": ["n1"]},
+            status="success",
+        ),
         AIMessage("Ünïcödé ✓ and a long answer: " + "x" * 50_000, id="ai-2"),
     ]
 
 
-async def test_history_is_lossless_windowed_and_scoped(scope: Scope, other_scope: Scope, make_service: Any, chat_cleanup: None) -> None:
+async def test_history_is_lossless_windowed_and_scoped(
+    scope: Scope, other_scope: Scope, make_service: Any, chat_cleanup: None
+) -> None:
     svc, _ = await make_service()
     history = GraphmemChatMessageHistory(svc, scope, "session-1")
     written = tricky_messages()
@@ -146,7 +159,7 @@ async def test_history_is_lossless_windowed_and_scoped(scope: Scope, other_scope
 
 
 async def test_history_remember_turns_chat_into_notes(scope: Scope, make_service: Any, chat_cleanup: None) -> None:
-    svc, model = await make_service()
+    svc, _ = await make_service()
     history = GraphmemChatMessageHistory(svc, scope, "s-remember", remember=True)
     await history.aadd_messages(
         [
@@ -157,7 +170,10 @@ async def test_history_remember_turns_chat_into_notes(scope: Scope, make_service
         ]
     )
     notes = await svc.list(scope)
-    assert sorted(n.content for n in notes) == ["Congratulations on adopting Max!", "I adopted a golden retriever named Max in May."]
+    assert sorted(n.content for n in notes) == [
+        "Congratulations on adopting Max!",
+        "I adopted a golden retriever named Max in May.",
+    ]
     human = next(n for n in notes if n.content.startswith("I adopted"))
     assert human.metadata == {"role": "human", "session_id": "s-remember"} and human.source_id == "m1"
     assert human.keywords  # enriched the A-MEM way
@@ -187,12 +203,17 @@ async def test_runnable_with_message_history(scope: Scope, make_service: Any, ch
     second = await chain.ainvoke({"input": "What is my name?"}, config=config)
     assert first.content == "Nice to meet you, Ann." and second.content == "Your name is Ann."
     assert [m.content for m in seen[1]] == [
-        "You remember the conversation.", "Hi, I am Ann.", "Nice to meet you, Ann.", "What is my name?",
+        "You remember the conversation.",
+        "Hi, I am Ann.",
+        "Nice to meet you, Ann.",
+        "What is my name?",
     ]
     stored = await GraphmemChatMessageHistory(svc, scope, "chat-42").aget_messages()
     assert [(m.type, m.content) for m in stored] == [
-        ("human", "Hi, I am Ann."), ("ai", "Nice to meet you, Ann."),
-        ("human", "What is my name?"), ("ai", "Your name is Ann."),
+        ("human", "Hi, I am Ann."),
+        ("ai", "Nice to meet you, Ann."),
+        ("human", "What is my name?"),
+        ("ai", "Your name is Ann."),
     ]
 
 
@@ -209,8 +230,10 @@ class ToolDriver:
         turn = self.turns.pop(0)
         if isinstance(turn, str):
             return text_reply(turn)
-        calls = [{"name": c["name"], "args": c["args"], "id": f"call-{i}-{len(self.turns)}", "type": "tool_call"}
-                 for i, c in enumerate(turn)]
+        calls = [
+            {"name": c["name"], "args": c["args"], "id": f"call-{i}-{len(self.turns)}", "type": "tool_call"}
+            for i, c in enumerate(turn)
+        ]
         return AIMessage(content="", tool_calls=calls)
 
 
@@ -229,7 +252,9 @@ async def run_agent(model: Any, tools: list[Any], question: str) -> list[BaseMes
     raise AssertionError("the agent did not finish")
 
 
-async def test_tools_driven_by_a_tool_calling_model(scope: Scope, other_scope: Scope, make_service: Any, graph: Any) -> None:
+async def test_tools_driven_by_a_tool_calling_model(
+    scope: Scope, other_scope: Scope, make_service: Any, graph: Any
+) -> None:
     svc, _ = await make_service()
     theirs = await svc.add("Another user's secret: the safe code is 1234.", other_scope, enrich=False)
     tools = memory_tools(svc, scope)
@@ -238,12 +263,19 @@ async def test_tools_driven_by_a_tool_calling_model(scope: Scope, other_scope: S
         props = t.tool_call_schema.model_json_schema()["properties"]
         assert not {"user_id", "agent_id", "run_id", "scope"} & set(props), t.name
 
-    driver = ToolDriver([
-        [{"name": "remember", "args": {"content": "Caroline moved to Sweden in 2022.", "event_time": "2022-06-01"}},
-         {"name": "remember", "args": {"content": "Caroline learns Swedish at evening classes."}}],
-        [{"name": "recall", "args": {"query": "Where does Caroline live?", "k": 2}}],
-        "Caroline lives in Sweden.",
-    ])
+    driver = ToolDriver(
+        [
+            [
+                {
+                    "name": "remember",
+                    "args": {"content": "Caroline moved to Sweden in 2022.", "event_time": "2022-06-01"},
+                },
+                {"name": "remember", "args": {"content": "Caroline learns Swedish at evening classes."}},
+            ],
+            [{"name": "recall", "args": {"query": "Where does Caroline live?", "k": 2}}],
+            "Caroline lives in Sweden.",
+        ]
+    )
     messages = await run_agent(ScriptedChatModel(driver), tools, "Remember this and tell me where Caroline lives.")
     tool_msgs = [m for m in messages if isinstance(m, ToolMessage)]
     assert [m.name for m in tool_msgs] == ["remember", "remember", "recall"]
@@ -259,14 +291,21 @@ async def test_tools_driven_by_a_tool_calling_model(scope: Scope, other_scope: S
     moved, learns = notes["Caroline moved to Sweden in 2022."], notes["Caroline learns Swedish at evening classes."]
     assert set(ids) <= set(notes.values())
 
-    driver2 = ToolDriver([
-        [{"name": "link", "args": {"source_id": learns, "target_id": moved, "type": "FOLLOWS", "reason": "after moving"}},
-         {"name": "link", "args": {"source_id": learns, "target_id": theirs.note.id}},   # another user's note
-         {"name": "forget", "args": {"note_id": theirs.note.id}},                         # another user's note
-         {"name": "forget", "args": {"note_id": moved}},
-         {"name": "recall", "args": {"query": "safe code", "k": 5}}],
-        "done",
-    ])
+    driver2 = ToolDriver(
+        [
+            [
+                {
+                    "name": "link",
+                    "args": {"source_id": learns, "target_id": moved, "type": "FOLLOWS", "reason": "after moving"},
+                },
+                {"name": "link", "args": {"source_id": learns, "target_id": theirs.note.id}},  # another user's note
+                {"name": "forget", "args": {"note_id": theirs.note.id}},  # another user's note
+                {"name": "forget", "args": {"note_id": moved}},
+                {"name": "recall", "args": {"query": "safe code", "k": 5}},
+            ],
+            "done",
+        ]
+    )
     messages = await run_agent(ScriptedChatModel(driver2), tools, "Tidy up memory.")
     out = [m for m in messages if isinstance(m, ToolMessage)]
     assert out[0].content == f"linked {learns} -[FOLLOWS]-> {moved}"

@@ -126,14 +126,16 @@ async def test_notes_added_elsewhere_and_batch(user: str, make_service: Any) -> 
     scope = Scope(user_id=user)
     added = await svc.add("Jon opened a dance studio downtown.", scope, event_time="2023-01-20")
     ns = ("graphmem", user)
-    results = await store.abatch([
-        GetOp(ns, added.note.id),
-        PutOp(ns, "k1", {"text": "Jon teaches salsa on Fridays."}),
-        SearchOp(ns, query="dance studio", limit=5),
-        ListNamespacesOp(match_conditions=(MatchCondition("prefix", ns),)),
-        PutOp(ns, added.note.id, None),
-        GetOp(ns, added.note.id),
-    ])
+    results = await store.abatch(
+        [
+            GetOp(ns, added.note.id),
+            PutOp(ns, "k1", {"text": "Jon teaches salsa on Fridays."}),
+            SearchOp(ns, query="dance studio", limit=5),
+            ListNamespacesOp(match_conditions=(MatchCondition("prefix", ns),)),
+            PutOp(ns, added.note.id, None),
+            GetOp(ns, added.note.id),
+        ]
+    )
     plain = results[0]
     assert plain.key == added.note.id and plain.value["content"] == "Jon opened a dance studio downtown."
     assert plain.value["keywords"] == added.note.keywords and plain.value["event_time"].startswith("2023-01-20")

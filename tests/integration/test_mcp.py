@@ -48,7 +48,9 @@ async def test_tools_in_process(mode: str, scope: Scope, other: Scope, make_serv
         assert not first.is_error, first.content
         note = first.structured_content["note"]
         assert first.structured_content["created"] is True and note["keywords"]
-        second = await client.call_tool("add", {"content": "Melanie's pottery studio sells bowls.", "event_time": "2023-05-08"})
+        second = await client.call_tool(
+            "add", {"content": "Melanie's pottery studio sells bowls.", "event_time": "2023-05-08"}
+        )
         assert [l["target_id"] for l in second.structured_content["links"]] == [note["id"]]
         assert second.structured_content["evolved"] == [note["id"]]
 

@@ -30,7 +30,9 @@ def client_for(app: Any, **headers: str) -> httpx.AsyncClient:
 
 
 @pytest.fixture
-async def api(scope: Scope, make_service: Any, settings: Any) -> AsyncIterator[tuple[httpx.AsyncClient, AsyncMemoryService]]:
+async def api(
+    scope: Scope, make_service: Any, settings: Any
+) -> AsyncIterator[tuple[httpx.AsyncClient, AsyncMemoryService]]:
     """A client with a valid key whose requests name the test scope by headers.
 
     `scope` comes first so that its cleanup runs after the service is closed: the scope's blocking
@@ -41,6 +43,9 @@ async def api(scope: Scope, make_service: Any, settings: Any) -> AsyncIterator[t
     app = create_app(svc.settings, svc)
     async with client_for(app, **{"X-API-Key": KEY, "X-User-Id": scope.user_id}) as client:
         yield client, svc
+    bound = Scope(user_id=scope.user_id, agent_id="bound")  # not covered by the `scope` cleanup
+    for note in await svc.list(bound, limit=1000):
+        await svc.delete(note.id, bound)
 
 
 async def test_refuses_to_start_without_keys(settings: Any) -> None:
@@ -56,7 +61,7 @@ async def test_refuses_to_start_without_keys(settings: Any) -> None:
 async def test_auth_header_and_bearer(api: Any, scope: Scope, caplog: pytest.LogCaptureFixture) -> None:
     client, _ = api
     caplog.set_level(logging.DEBUG)
-    transport = client._transport  # noqa: SLF001 - same app, other credentials
+    transport = client._transport
     async with httpx.AsyncClient(transport=transport, base_url="http://api") as anon:
         r = await anon.get("/v1/notes", headers={"X-User-Id": scope.user_id})
         assert r.status_code == 401 and r.json()["error"]["code"] == "unauthorized"
@@ -74,8 +79,15 @@ async def test_auth_header_and_bearer(api: Any, scope: Scope, caplog: pytest.Log
 
 async def test_notes_crud_links_history(api: Any, scope: Scope) -> None:
     client, _ = api
-    r = await client.post("/v1/notes", json={"content": "Melanie runs a pottery studio in Portland.", "note_id": "pottery-1",
-                                              "event_time": "2023-05-08", "metadata": {"source": "chat"}})
+    r = await client.post(
+        "/v1/notes",
+        json={
+            "content": "Melanie runs a pottery studio in Portland.",
+            "note_id": "pottery-1",
+            "event_time": "2023-05-08",
+            "metadata": {"source": "chat"},
+        },
+    )
     assert r.status_code == 201, r.text
     body = r.json()
     assert body["created"] is True and body["note"]["id"] == "pottery-1"
@@ -86,7 +98,9 @@ async def test_notes_crud_links_history(api: Any, scope: Scope) -> None:
     again = await client.post("/v1/notes", json={"content": "anything", "note_id": "pottery-1"})
     assert again.status_code == 200 and again.json()["created"] is False
 
-    second = await client.post("/v1/notes", json={"content": "Melanie's pottery studio sells bowls at the Portland market."})
+    second = await client.post(
+        "/v1/notes", json={"content": "Melanie's pottery studio sells bowls at the Portland market."}
+    )
     assert second.status_code == 201
     second_id = second.json()["note"]["id"]
     assert [(l["target_id"], l["type"]) for l in second.json()["links"]] == [("pottery-1", "SUPPORTS")]
@@ -103,10 +117,14 @@ async def test_notes_crud_links_history(api: Any, scope: Scope) -> None:
 
     links = (await client.get(f"/v1/notes/{second_id}/links")).json()["links"]
     assert [(l["source_id"], l["target_id"], l["type"]) for l in links] == [(second_id, "pottery-1", "SUPPORTS")]
-    made = await client.post(f"/v1/notes/{second_id}/links", json={"target_id": "pottery-1", "type": "ELABORATES", "reason": "detail"})
+    made = await client.post(
+        f"/v1/notes/{second_id}/links", json={"target_id": "pottery-1", "type": "ELABORATES", "reason": "detail"}
+    )
     assert made.status_code == 201 and made.json()["type"] == "ELABORATES"
 
-    upd = await client.put("/v1/notes/pottery-1", json={"content": "Melanie runs a ceramics studio in Portland, Oregon."})
+    upd = await client.put(
+        "/v1/notes/pottery-1", json={"content": "Melanie runs a ceramics studio in Portland, Oregon."}
+    )
     assert upd.status_code == 200 and upd.json()["note"]["version"] == 3
     patched = await client.patch("/v1/notes/pottery-1", json={"content": "Melanie runs a ceramics studio in Portland."})
     assert patched.status_code == 200 and patched.json()["note"]["version"] == 4
@@ -142,8 +160,10 @@ async def test_search_and_ask(api: Any) -> None:
 
 async def test_scope_rules(api: Any, scope: Scope) -> None:
     client, _ = api
-    transport = client._transport  # noqa: SLF001
-    mine = (await client.post("/v1/notes", json={"content": "Caroline likes hiking.", "enrich": False})).json()["note"]["id"]
+    transport = client._transport
+    mine = (await client.post("/v1/notes", json={"content": "Caroline likes hiking.", "enrich": False})).json()["note"][
+        "id"
+    ]
     async with httpx.AsyncClient(transport=transport, base_url="http://api", headers={"X-API-Key": KEY}) as c:
         r = await c.get(f"/v1/notes/{mine}")
         assert r.status_code == 422 and r.json()["error"]["code"] == "missing_scope"
@@ -203,7 +223,9 @@ async def test_bad_requests_get_clear_4xx(api: Any, scope: Scope) -> None:
     assert r.status_code == 413
 
     # An id used by another scope is a conflict, not a silent overwrite.
-    await svc.add("someone else's note", Scope(user_id=scope.user_id + "-other"), note_id=f"{scope.user_id}-shared", enrich=False)
+    await svc.add(
+        "someone else's note", Scope(user_id=scope.user_id + "-other"), note_id=f"{scope.user_id}-shared", enrich=False
+    )
     try:
         r = await client.post("/v1/notes", json={"content": "mine", "note_id": f"{scope.user_id}-shared"})
         assert r.status_code == 409 and r.json()["error"]["code"] == "conflict"
@@ -223,9 +245,13 @@ async def test_llm_and_store_failures_are_502_and_503(scope: Scope, make_service
         r = await client.post("/v1/ask", json={"question": "What does Tim collect?"})
         assert r.status_code == 502 and r.json()["error"]["code"] == "llm_failed"
 
-    down = settings.model_copy(update={"neo4j_uri": "bolt://127.0.0.1:1", "auth_disabled": True, "neo4j_connect_timeout": 1.0})
+    down = settings.model_copy(
+        update={"neo4j_uri": "bolt://127.0.0.1:1", "auth_disabled": True, "neo4j_connect_timeout": 1.0}
+    )
     driver = AsyncGraphDatabase.driver(down.neo4j_uri, connection_timeout=1.0, max_transaction_retry_time=0.5)
-    dead = AsyncMemoryService(down, Neo4jNoteStore(driver, "neo4j", down.neo4j_uri), svc.embedder, ScriptedChatModel(amem_responder()))
+    dead = AsyncMemoryService(
+        down, Neo4jNoteStore(driver, "neo4j", down.neo4j_uri), svc.embedder, ScriptedChatModel(amem_responder())
+    )
     try:
         async with client_for(create_app(down, dead), **{"X-User-Id": scope.user_id}) as client:
             r = await client.get("/v1/notes")
@@ -240,8 +266,15 @@ async def test_llm_and_store_failures_are_502_and_503(scope: Scope, make_service
 async def test_openapi_schema(api: Any) -> None:
     client, _ = api
     schema = (await client.get("/openapi.json")).json()
-    assert {"/v1/notes", "/v1/notes/{note_id}", "/v1/search", "/v1/ask", "/v1/notes/{note_id}/history",
-            "/v1/notes/{note_id}/links", "/health"} <= set(schema["paths"])
+    assert {
+        "/v1/notes",
+        "/v1/notes/{note_id}",
+        "/v1/search",
+        "/v1/ask",
+        "/v1/notes/{note_id}/history",
+        "/v1/notes/{note_id}/links",
+        "/health",
+    } <= set(schema["paths"])
     assert set(schema["components"]["securitySchemes"]) == {"APIKeyHeader", "HTTPBearer"}
     assert "embedding" not in schema["components"]["schemas"]["NoteOut"]["properties"]
     assert set(schema["paths"]["/v1/notes/{note_id}"]) == {"get", "put", "patch", "delete"}

@@ -1,0 +1,127 @@
+"""Request and response bodies of the REST API (graphmem.interfaces.rest): the OpenAPI schema."""
+
+from datetime import UTC, datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
+
+from graphmem.models import AddResult, AskResult, Link, LinkType, Note, NoteVersion, SearchHit
+from graphmem.store.neo4j_store import SearchFilters
+
+
+class ScopeFields(BaseModel):
+    """Optional scope in a JSON body (instead of X-User-Id / X-Agent-Id / X-Run-Id headers)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    user_id: str | None = Field(None, max_length=128)
+    agent_id: str | None = Field(None, max_length=128)
+    run_id: str | None = Field(None, max_length=128)
+
+
+class NoteCreate(ScopeFields):
+    content: str = Field(description="the memory text")
+    note_id: str | None = Field(None, description="client-given id: adding it again is a no-op (idempotent)")
+    event_time: str | None = Field(None, max_length=200, description="when it happened: ISO 8601 or free text")
+    category: str | None = Field(None, max_length=200)
+    source_id: str | None = Field(None, max_length=500)
+    metadata: dict[str, str] | None = Field(None, description="string values, 32 keys at most")
+    dedupe_content: bool = Field(False, description="reuse a note of the scope with exactly this content")
+    enrich: bool | None = Field(None, description="false: store raw, no LLM call (default from settings)")
+
+
+class NoteUpdate(ScopeFields):
+    content: str = Field(description="the new text; the note is re-enriched and the old values kept as a version")
+
+
+class Filters(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    tags_any: list[str] | None = Field(None, max_length=50)
+    category: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+    def to_search(self) -> SearchFilters:
+        return SearchFilters(
+            tags_any=self.tags_any, category=self.category, since=utc(self.since), until=utc(self.until)
+        )
+
+
+def utc(value: datetime | None) -> datetime | None:
+    """Event times are stored with a time zone; a naive bound is taken as UTC (else nothing matches)."""
+    return value if value is None or value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+class SearchRequest(ScopeFields):
+    query: str
+    k: int | None = Field(None, ge=1, le=1000)
+    mode: Literal["vector", "links", "hybrid"] | None = None
+    filters: Filters | None = None
+
+
+class AskRequest(ScopeFields):
+    question: str
+    k: int | None = Field(None, ge=1, le=1000)
+    mode: Literal["vector", "links", "hybrid"] | None = None
+    token_budget: int | None = Field(None, ge=50, le=200_000)
+    filters: Filters | None = None
+
+
+class LinkCreate(ScopeFields):
+    target_id: str
+    type: LinkType = LinkType.RELATED_TO
+    reason: str = Field("", max_length=300)
+    strength: float = Field(0.5, ge=0.0, le=1.0)
+
+
+class NoteOut(Note):
+    embedding: SkipJsonSchema[None] = Field(None, exclude=True)
+
+
+class SearchHitOut(SearchHit):
+    note: NoteOut
+
+
+class AddResultOut(AddResult):
+    note: NoteOut
+
+
+class AskResultOut(AskResult):
+    notes: list[SearchHitOut]  # type: ignore[assignment]  # narrower item type, no embeddings
+
+
+class NotePage(BaseModel):
+    notes: list[NoteOut]
+    total: int
+    limit: int
+    offset: int
+    next_offset: int | None
+
+
+class SearchResponse(BaseModel):
+    hits: list[SearchHitOut]
+
+
+class LinksResponse(BaseModel):
+    links: list[Link]
+
+
+class HistoryResponse(BaseModel):
+    versions: list[NoteVersion]
+
+
+class Health(BaseModel):
+    status: str
+    version: str
+    neo4j: dict[str, str] | None = None
+    detail: str | None = None
+
+
+def note_out(note: Note) -> NoteOut:
+    return NoteOut.model_validate(note.model_dump(exclude={"embedding"}))
+
+
+def hit_out(hit: SearchHit) -> SearchHitOut:
+    return SearchHitOut.model_validate({**hit.model_dump(exclude={"note"}), "note": note_out(hit.note)})
