@@ -191,6 +191,32 @@ async def _timed(
     return times, results
 
 
+async def _interleaved(
+    fns: dict[str, Callable[[int], Awaitable[Any]]],
+    reps: int,
+    warmup: int,
+    svc: AsyncMemoryService,
+) -> tuple[dict[str, list[float]], dict[str, list[Any]]]:
+    """Time several methods round-robin (rotating which goes first), so load that comes and goes on the
+    machine hits them alike instead of whichever happened to run during a busy minute."""
+    names = list(fns)
+    for i in range(warmup):
+        for name in names:
+            await fns[name](i)
+            await _drain(svc)
+    times: dict[str, list[float]] = {n: [] for n in names}
+    results: dict[str, list[Any]] = {n: [] for n in names}
+    for i in range(reps):
+        for j in range(len(names)):
+            name = names[(i + j) % len(names)]
+            t0 = time.perf_counter()
+            out = await fns[name](i)
+            times[name].append(time.perf_counter() - t0)
+            results[name].append(out)
+            await _drain(svc)
+    return times, results
+
+
 def exact_topk(matrix: np.ndarray, q: np.ndarray, k: int) -> np.ndarray:
     """Indices of the k rows of unit vectors most similar to q, best first."""
     sims = matrix @ q
@@ -305,19 +331,25 @@ async def run_bench(svc: AsyncMemoryService, cfg: BenchConfig, *, report: Report
             async def brute(i: int) -> list[str]:
                 return [x for x, _ in await bq.brute_force(query_vecs[i % nq], scope, cfg.k)]
 
-            say(f"size {size}: timing searches ({cfg.repetitions} repetitions each)")
-            t, res = await _timed(vec_emb, cfg.repetitions, cfg.warmup, svc)
-            entry["vector"] = latency_summary(t)
+            say(f"size {size}: timing searches ({cfg.repetitions} repetitions each, interleaved)")
+            times, outs = await _interleaved(
+                {
+                    "vector": vec_emb,
+                    "vector_with_embedding": vec_text,
+                    "links": links_emb,
+                    "links_with_embedding": links_text,
+                    "index_ids_only": bare,
+                },
+                cfg.repetitions,
+                cfg.warmup,
+                svc,
+            )
+            for name, t in times.items():
+                entry[name] = latency_summary(t)
+            res, res_l, res_b = outs["vector"], outs["links"], outs["index_ids_only"]
             recall = [len(set(res[i]) & set(exact_ids[i % nq])) / cfg.k for i in range(min(len(res), nq))]
             entry[f"recall@{cfg.k}"] = float(np.mean(recall)) if recall else None
-            t, _ = await _timed(vec_text, cfg.repetitions, cfg.warmup, svc)
-            entry["vector_with_embedding"] = latency_summary(t)
-            t, res_l = await _timed(links_emb, cfg.repetitions, cfg.warmup, svc)
-            entry["links"] = {**latency_summary(t), "mean_notes": float(np.mean(res_l)) if res_l else None}
-            t, _ = await _timed(links_text, cfg.repetitions, cfg.warmup, svc)
-            entry["links_with_embedding"] = latency_summary(t)
-            t, res_b = await _timed(bare, cfg.repetitions, cfg.warmup, svc)
-            entry["index_ids_only"] = latency_summary(t)
+            entry["links"]["mean_notes"] = float(np.mean(res_l)) if res_l else None
             bare_recall = [len(set(res_b[i]) & set(exact_ids[i % nq])) / cfg.k for i in range(min(len(res_b), nq))]
             entry[f"index_ids_recall@{cfg.k}"] = float(np.mean(bare_recall)) if bare_recall else None
             say(f"size {size}: timing the brute-force Cypher scan")

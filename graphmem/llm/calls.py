@@ -29,6 +29,7 @@ from tenacity import (
 )
 
 from graphmem.errors import LLMError
+from graphmem.llm.outputs import strip_unsafe
 from graphmem.llm.prompts import repair_message
 from graphmem.models import Usage
 
@@ -181,4 +182,4 @@ class LLMCaller:
         raw = await self._invoke(self.model, messages, usage)
         _record_usage(usage, raw)
         content = raw.content
-        return content if isinstance(content, str) else json.dumps(content)
+        return strip_unsafe(content if isinstance(content, str) else json.dumps(content))

@@ -6,6 +6,7 @@ and names the bad ones instead of failing the whole answer.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
@@ -14,6 +15,18 @@ from graphmem.models import LinkType
 
 _MAX_ITEMS = 12
 _MAX_WORD = 60
+# Lone surrogates (a JSON "\ud800" escape decodes to one; the driver cannot encode it) and C0 controls.
+_UNSAFE = re.compile(r"[\ud800-\udfff\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def strip_unsafe(text: str) -> str:
+    """Model output made storable: no lone surrogates, no control characters except tab and newlines."""
+    return _UNSAFE.sub("", text)
+
+
+def clean_text(text: str) -> str:
+    """Model output as one storable line."""
+    return " ".join(strip_unsafe(text).split())
 
 
 def _clean_words(values: Any) -> list[str]:
@@ -25,7 +38,7 @@ def _clean_words(values: Any) -> list[str]:
     for v in values:
         if not isinstance(v, str):
             continue
-        v = " ".join(v.split())[:_MAX_WORD]
+        v = clean_text(v)[:_MAX_WORD]
         if v and v.lower() not in {o.lower() for o in out}:
             out.append(v)
     return out[:_MAX_ITEMS]
@@ -48,7 +61,7 @@ class NoteEnrichment(BaseModel):
     def _context(cls, v: Any) -> str:
         if not isinstance(v, str):
             raise ValueError("context must be a string")
-        return " ".join(v.split())[:500]
+        return clean_text(v)[:500]
 
     def is_usable(self) -> bool:
         return bool(self.keywords) and bool(self.context)
@@ -59,6 +72,11 @@ class ProposedLink(BaseModel):
     type: LinkType = Field(description="relation of the NEW note to the neighbour")
     reason: str = Field(description="why they are linked, a short phrase")
     strength: float = Field(0.5, ge=0.0, le=1.0, description="0..1, how strong the relation is")
+
+    @field_validator("reason", mode="after")
+    @classmethod
+    def _reason(cls, v: str) -> str:
+        return clean_text(v)
 
 
 class ProposedUpdate(BaseModel):
@@ -71,6 +89,11 @@ class ProposedUpdate(BaseModel):
     @classmethod
     def _words(cls, v: Any) -> list[str] | None:
         return None if v is None else _clean_words(v)
+
+    @field_validator("context", mode="after")
+    @classmethod
+    def _context(cls, v: str | None) -> str | None:
+        return None if v is None else clean_text(v)
 
 
 class EvolutionDecision(BaseModel):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import builtins
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -44,7 +45,14 @@ from graphmem.models import (
     check_id,
     utcnow,
 )
-from graphmem.service.text import embed_text, parse_event_time, validate_content, validate_metadata
+from graphmem.service.text import (
+    check_note_text,
+    embed_text,
+    validate_label,
+    parse_event_time,
+    validate_content,
+    validate_metadata,
+)
 from graphmem.store.neo4j_store import AddWrite, NeighbourUpdate, Neo4jNoteStore, SearchFilters
 from graphmem.store.schema import bootstrap_schema
 
@@ -257,6 +265,8 @@ class AsyncMemoryService:
             check_id(note_id, "note id")
         meta = validate_metadata(metadata)
         ev_time, ev_text = parse_event_time(event_time)
+        category = validate_label(category, 200, what="category")
+        source_id = validate_label(source_id, 500, what="source_id")
 
         # Idempotent add: the same id (or, on request, the same content) never makes a second note.
         existing_id = note_id
@@ -280,6 +290,7 @@ class AsyncMemoryService:
             source_id=source_id,
             metadata=meta,
         )
+        check_note_text(note)
         do_enrich = self.settings.enable_enrichment if enrich is None else enrich
         if do_enrich:
             enrichment = await self._enrich(content, usage)
@@ -399,6 +410,7 @@ class AsyncMemoryService:
                         enrichment=EnrichmentStatus.RAW,
                     )
                 )
+                check_note_text(notes[-1])
             except (InvalidInputError, ValidationError, ValueError) as exc:
                 raise InvalidInputError(f"item {i}: {exc}") from None
         variant = self.settings.embed_text_variant
@@ -500,8 +512,13 @@ class AsyncMemoryService:
         await self._require(target_id, scope)
         if source_id == target_id:
             raise InvalidInputError("a note cannot link to itself")
+        if not isinstance(reason, str):
+            raise InvalidInputError("link reason must be text")
+        reason = reason.strip()[:300]
+        if reason:
+            reason = validate_content(reason, 300, what="link reason")
         try:
-            link = Link(source_id=source_id, target_id=target_id, type=link_type, reason=reason[:300], strength=strength)
+            link = Link(source_id=source_id, target_id=target_id, type=link_type, reason=reason, strength=strength)
         except ValidationError as exc:
             raise InvalidInputError(exc.errors()[0]["msg"]) from None
         written = await self.store.create_links(source_id, scope, [link], caused_by=source_id)
@@ -573,6 +590,8 @@ class AsyncMemoryService:
         if mode not in ("vector", "links", "hybrid"):
             raise InvalidInputError(f"unknown search mode {mode!r}; one of vector, links, hybrid")
         query = validate_content(query, self.settings.max_content_chars, what="query")
+        if filters is not None:
+            filters = _checked_filters(filters)
         usage = usage or Usage()
         vec = list(query_embedding) if query_embedding is not None else await self._embed_query(query, usage)
         t0 = time.perf_counter()
@@ -651,6 +670,18 @@ class AsyncMemoryService:
         answer = await self.llm.text(answer_messages(question, "\n".join(lines) or "(no notes)", instructions), usage)
         usage.total_seconds = time.perf_counter() - started
         return AskResult(question=question, answer=answer.strip(), notes=used, context_tokens=spent, usage=usage)
+
+
+def _checked_filters(filters: SearchFilters) -> SearchFilters:
+    """Filter values are user text too: refuse what the driver cannot encode (a copy; the caller's stays)."""
+    tags = filters.tags_any
+    if tags is not None:
+        if not isinstance(tags, (list, tuple)):
+            raise InvalidInputError("tags filter must be a list of text")
+        tags = [validate_content(t, 200, what="tag filter") for t in tags]
+    return dataclasses.replace(
+        filters, tags_any=tags, category=validate_label(filters.category, 200, what="category filter")
+    )
 
 
 def render_context_line(note: Note) -> str:

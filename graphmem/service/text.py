@@ -42,6 +42,28 @@ def validate_content(value: Any, max_chars: int, *, what: str = "content") -> st
     return stripped
 
 
+def validate_label(value: Any, max_chars: int, *, what: str) -> str | None:
+    """Optional short text (category, source id): None stays None; otherwise checked like content."""
+    if value is None:
+        return None
+    return validate_content(value, max_chars, what=what)
+
+
+def check_note_text(note: Note) -> None:
+    """Refuse a note whose free-text fields the database driver cannot encode (lone surrogates) or
+    that carry control characters or are oversized: category, source_id, context, keywords, tags.
+    Content and metadata are checked where they enter (validate_content, validate_metadata)."""
+    note.category = validate_label(note.category, 200, what="category")
+    note.source_id = validate_label(note.source_id, 500, what="source_id")
+    if note.context.strip():
+        note.context = validate_content(note.context, 2000, what="context")
+    for what in ("keywords", "tags"):
+        words = getattr(note, what)
+        if len(words) > 100:
+            raise InvalidInputError(f"{what}: more than 100 items")
+        setattr(note, what, [validate_content(w, 200, what=what[:-1]) for w in words])
+
+
 def validate_metadata(metadata: Any) -> dict[str, str]:
     if metadata is None:
         return {}

@@ -43,7 +43,7 @@ def _dt(value: Any) -> datetime | None:
 
 async def import_records(svc: AsyncMemoryService, records: list[dict[str, Any]], scope: Scope) -> int:
     """Write exported records into `scope`. Notes first (ids kept, existing ones skipped), then links."""
-    from graphmem.service.text import embed_text, validate_content
+    from graphmem.service.text import check_note_text, embed_text, validate_content
 
     notes: list[Note] = []
     vectors: list[list[float] | None] = []
@@ -60,6 +60,7 @@ async def import_records(svc: AsyncMemoryService, records: list[dict[str, Any]],
                 **{k: rec[k] for k in RECORD_FIELDS if k in rec and k not in ("embedding", "links") and rec[k] is not None},
             )
             note.content = validate_content(note.content, svc.settings.max_content_chars)
+            check_note_text(note)
         except (ValueError, TypeError) as exc:
             raise InvalidInputError(f"record {i}: {exc}") from None
         notes.append(note)

@@ -49,17 +49,19 @@ class BenchQueries:
         ids: list[str] = []
         sources: list[str | None] = []
         chunks: list[npt.NDArray[np.float32]] = []
-        skip = 0
+        after = ""
         while True:
-            rows = await self._rows("bench/vectors", skip=skip, limit=page, **scope.params())
-            rows = [r for r in rows if r["embedding"] is not None]
-            if rows:
-                ids.extend(r["id"] for r in rows)
-                sources.extend(r["source_id"] for r in rows)
-                chunks.append(np.asarray([r["embedding"] for r in rows], dtype=np.float32))
+            rows = await self._rows("bench/vectors", after=after, limit=page, **scope.params())
+            if not rows:
+                break
+            after = rows[-1]["id"]
+            rows_v = [r for r in rows if r["embedding"] is not None]
+            if rows_v:
+                ids.extend(r["id"] for r in rows_v)
+                sources.extend(r["source_id"] for r in rows_v)
+                chunks.append(np.asarray([r["embedding"] for r in rows_v], dtype=np.float32))
             if len(rows) < page:
                 break
-            skip += page
         matrix = np.vstack(chunks) if chunks else np.zeros((0, 0), dtype=np.float32)
         return ids, sources, matrix
 

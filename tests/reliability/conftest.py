@@ -58,16 +58,23 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     (OUT / "summary.md").write_text(head + body)
 
 
-@pytest.fixture
-def user_scope(neo4j_driver: Any, settings: Settings) -> Iterator[Scope]:
-    """A fresh user; every scope of that user (all agents and runs) is deleted afterwards."""
+@pytest_asyncio.fixture(loop_scope="session")
+async def user_scope(settings: Settings) -> AsyncIterator[Scope]:
+    """A fresh user; every scope of that user (all agents and runs) is deleted afterwards.
+
+    The cleanup is async on purpose: a search's background write (retrieval counts) may still hold
+    locks and need the event loop to finish; a blocking cleanup would wait for it forever.
+    """
+    from neo4j import AsyncGraphDatabase
+
     sc = Scope(user_id=f"rel-{uuid.uuid4().hex[:12]}")
     yield sc
-    neo4j_driver.execute_query(
-        "MATCH (n) WHERE (n:Note OR n:NoteVersion) AND n.user_id STARTS WITH $u DETACH DELETE n",
-        {"u": sc.user_id},
-        database_=settings.neo4j_database,
-    )
+    async with AsyncGraphDatabase.driver(settings.neo4j_uri, auth=settings.neo4j_auth) as driver:
+        await driver.execute_query(
+            "MATCH (n) WHERE (n:Note OR n:NoteVersion) AND n.user_id STARTS WITH $u DETACH DELETE n",
+            {"u": sc.user_id},
+            database_=settings.neo4j_database,
+        )
 
 
 @pytest_asyncio.fixture(loop_scope="session")

@@ -130,7 +130,8 @@ class FaultyOpenAI:
             def do_POST(self) -> None:  # noqa: N802
                 raw = self.rfile.read(int(self.headers.get("content-length", 0)))
                 body = json.loads(raw or b"{}")
-                body["_headers"] = dict(self.headers)
+                body["_headers"] = {k.lower(): v for k, v in self.headers.items()}
+                body["_t"] = time.perf_counter()
                 with stub.lock:
                     stub.requests.append(body)
                 reply = stub.script(body)

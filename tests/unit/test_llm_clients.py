@@ -35,6 +35,12 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.chdir(tmp_path)
 
 
+def key_of(chat: ChatOpenAI) -> str:
+    key = chat.openai_api_key
+    assert isinstance(key, SecretStr)
+    return key.get_secret_value()
+
+
 def make(tmp_path: Path, **overrides: object) -> Settings:
     return Settings(home=tmp_path / "home", **overrides)  # type: ignore[arg-type]
 
@@ -54,7 +60,7 @@ def test_local_provider_targets_the_managed_server(tmp_path: Path) -> None:
     assert isinstance(chat, ChatOpenAI)
     assert chat.openai_api_base == "http://127.0.0.1:18011/v1"
     assert chat.model_name == "qwen2.5-coder-0.5b-instruct-q4_k_m"
-    assert chat.openai_api_key is not None and chat.openai_api_key.get_secret_value() == "not-needed"
+    assert key_of(chat) == "not-needed"
     assert (chat.max_retries, chat.max_tokens, chat.seed, chat.temperature) == (0, 300, 7, 0.0)
     assert chat.request_timeout == s.llm_timeout
 
@@ -81,7 +87,7 @@ def test_openai_provider(tmp_path: Path) -> None:
     chat = make_chat_model(s)
     assert isinstance(chat, ChatOpenAI)
     assert chat.openai_api_base is None  # api.openai.com
-    assert chat.openai_api_key is not None and chat.openai_api_key.get_secret_value() == "sk-test"
+    assert key_of(chat) == "sk-test"
     assert (chat.model_name, chat.max_retries) == ("gpt-4o-mini", 0)
     assert "extra_body" not in chat._get_request_payload([HumanMessage("hi")])
 
@@ -98,7 +104,7 @@ def test_compatible_provider(tmp_path: Path, key: str | None, sent: str) -> None
     chat = make_chat_model(s)
     assert isinstance(chat, ChatOpenAI)
     assert chat.openai_api_base == "http://gpu-box:8000/v1"
-    assert chat.openai_api_key is not None and chat.openai_api_key.get_secret_value() == sent
+    assert key_of(chat) == sent
     assert chat.model_name == "qwen2.5-7b-instruct"
 
 

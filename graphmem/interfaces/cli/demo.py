@@ -18,9 +18,12 @@ from graphmem.interfaces.cli.common import console, print_json
 def _ensure_neo4j(settings: Any) -> str:
     """Start the managed local Neo4j unless one already answers; return the Browser URL."""
     from graphmem.local.neo4j_server import LocalNeo4j, endpoints
+    from graphmem.store.probe import bolt_answers
 
     ends = endpoints(settings)
-    if ends.host in ("127.0.0.1", "localhost"):
+    if bolt_answers(settings.neo4j_uri, settings.neo4j_auth, database=settings.neo4j_database):
+        console.print(f"[green]Neo4j[/] answering at {settings.neo4j_uri}")
+    elif ends.host in ("127.0.0.1", "localhost"):
         with console.status("starting Neo4j (the first time fetches it with Maven)..."):
             result = LocalNeo4j(settings).start()
         how = "already running" if result.already_running else f"started in {result.seconds:.1f} s"

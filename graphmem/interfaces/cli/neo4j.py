@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.status import Status
 
 from graphmem.config import get_settings
@@ -42,7 +43,7 @@ def start(timeout: TimeoutOpt = 120.0) -> None:
         fetched = " (jars fetched)" if result.fetched else ""
         console.print(f"[green]Neo4j {st.version} started[/] in {result.seconds:.1f}s{fetched} (pid {st.pid}).")
     _print_endpoints(st)
-    console.print(f"  Log      {st.log}\n  Data     {st.data}")
+    console.print(f"  Log      {escape(st.log)}\n  Data     {escape(st.data)}")
 
 
 @neo4j_app.command()
@@ -62,11 +63,11 @@ def status(json_out: JsonOpt = False) -> None:
     else:
         state = f"[green]running[/] (pid {st.pid})" if st.running else "[yellow]stopped[/]"
         if st.running and not st.answering:
-            state += f"\n  [yellow]Bolt does not answer:[/] {st.problem}"
+            state += f"\n  [yellow]Bolt does not answer:[/] {escape(st.problem or '')}"
         if not st.running and st.answering:
             state += f" (but a Neo4j not started by graphmem answers at {st.bolt_uri})"
         console.print(f"Neo4j {st.version}: {state}")
         _print_endpoints(st)
-        console.print(f"  Log      {st.log}\n  Data     {st.data}")
+        console.print(f"  Log      {escape(st.log)}\n  Data     {escape(st.data)}")
     if not st.running:
         raise typer.Exit(3)

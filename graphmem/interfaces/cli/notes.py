@@ -274,7 +274,11 @@ def import_cmd(
         raise InvalidInputError(f"no such file: {path}")
     if fmt == "jsonl":
         records = []
-        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidInputError(f"{path}: not UTF-8 text (invalid byte at offset {exc.start})") from None
+        for i, line in enumerate(text.splitlines(), 1):
             if line.strip():
                 try:
                     records.append(json.loads(line))
