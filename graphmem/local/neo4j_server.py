@@ -259,7 +259,9 @@ class LocalNeo4j:
                 self._report(f"Neo4j is already running (pid {pid}); waiting for Bolt")
                 self._wait(auth, timeout, proc=None)
                 return StartResult(self.status(), True, False, time.monotonic() - t0)
-            self._check_ports()
+            # A pid file without a live server: the last one died (crash, kill). A dying JVM may still
+            # hold its ports for a moment after it stops counting as alive; give them time to close.
+            self._check_ports(grace=15.0 if self.pid_file.exists() else 0.0)
             java = self.dist.java()
             if auth is not None and len(auth[1]) < 8:
                 raise LocalServiceError("NEO4J_PASSWORD must have at least 8 characters (Neo4j's minimum)")
@@ -281,9 +283,12 @@ class LocalNeo4j:
                 raise
             return StartResult(self.status(), False, fetched, time.monotonic() - t0)
 
-    def _check_ports(self) -> None:
+    def _check_ports(self, grace: float = 0.0) -> None:
         e = self.ends
+        deadline = time.monotonic() + grace
         for port, what in ((e.bolt_port, "Bolt port (from NEO4J_URI)"), (e.http_port, "HTTP port (GRAPHMEM_NEO4J_HTTP_PORT)")):
+            while port_in_use(port, e.host) and time.monotonic() < deadline:
+                time.sleep(0.2)
             if port_in_use(port, e.host):
                 raise LocalServiceError(
                     f"{what} {port} is already in use by another program, not by the graphmem-managed server "
@@ -363,6 +368,13 @@ class LocalNeo4j:
                 return None
             self._report(f"Stopping Neo4j (pid {pid})")
             terminate(pid, timeout)
+            # An exiting JVM stops counting as alive a moment before its sockets close: return when
+            # the ports are free, so that an immediate start does not find them "in use".
+            deadline = time.monotonic() + 15.0
+            while time.monotonic() < deadline and any(
+                port_in_use(p, self.ends.host) for p in (self.ends.bolt_port, self.ends.http_port)
+            ):
+                time.sleep(0.2)
             self.pid_file.unlink(missing_ok=True)
             return pid
 

@@ -116,3 +116,14 @@ def test_full_context_renders_every_turn_with_its_date(convs: list) -> None:
     assert len(lines) == 7
     assert lines[0] == "[7:31 pm on 21 January, 2022] Cleo: I just moved to Lisbon for a new job at a bakery."
     assert len(full_context(convs[1], [2]).splitlines()) == 3
+
+
+def test_scope_tag_gives_each_scope_its_own_ids(convs: list) -> None:
+    from graphmem.evaluation.locomo import scope_tag
+    from graphmem.models import Scope
+
+    a, b = Scope(user_id="alice"), Scope(user_id="bob")
+    assert scope_tag(a) == scope_tag(Scope(user_id="alice")) != scope_tag(b)
+    ids_a = {i.note_id for i in turn_inputs(convs[0], tag=scope_tag(a))}
+    ids_b = {i.note_id for i in turn_inputs(convs[0], tag=scope_tag(b))}
+    assert not ids_a & ids_b

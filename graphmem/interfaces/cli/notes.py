@@ -286,10 +286,11 @@ def import_cmd(
                     raise InvalidInputError(f"{path}:{i}: not JSON ({exc.msg})") from None
         n = run_service(lambda svc: svc.import_notes(records, scope))
     elif fmt == "locomo":
-        from graphmem.evaluation.locomo import load_locomo, turn_inputs
+        from graphmem.evaluation.locomo import load_locomo, scope_tag, turn_inputs
 
         conversations = load_locomo(path)
-        items = [item for conv in conversations for item in turn_inputs(conv)]
+        # ids derive from the scope: the same file imports into two scopes, and twice into one idempotently
+        items = [item for conv in conversations for item in turn_inputs(conv, tag=scope_tag(scope))]
         with Progress(TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), console=console) as bar:
             task = bar.add_task("import", total=len(items))
             ids = run_service(
