@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from neo4j import AsyncDriver, AsyncGraphDatabase, AsyncManagedTransaction
-from neo4j.exceptions import AuthError, ClientError, ServiceUnavailable, SessionExpired
+from neo4j.exceptions import AuthError, ClientError, Neo4jError, ServiceUnavailable, SessionExpired, TransientError
 
 from graphmem import queries
 from graphmem.config import Settings
@@ -166,7 +166,31 @@ def lucene_query(text: str, max_terms: int = 32) -> str | None:
     return " OR ".join(_LUCENE_SPECIAL.sub(r"\\\1", w) for w in words)
 
 
+# Not the caller's fault and not worth a driver stack trace: transient failures that outlived the
+# driver's retries (e.g. DatabaseUnavailable while the server starts or stops), and transactions the
+# server terminated (shutdown, time limit), which the driver reports as ClientError and never retries.
+_UNAVAILABLE = (ServiceUnavailable, SessionExpired, AuthError, TransientError, OSError)
+_TERMINATED = frozenset({
+    "Neo.ClientError.Transaction.Terminated",
+    "Neo.ClientError.Transaction.LockClientStopped",
+    "Neo.ClientError.Transaction.TransactionTimedOut",
+    "Neo.ClientError.Transaction.TransactionTimedOutClientConfiguration",
+})
+
+
+def _unavailable(exc: Exception) -> bool:
+    if isinstance(exc, _UNAVAILABLE):
+        return True
+    return isinstance(exc, Neo4jError) and exc.code in _TERMINATED
+
+
 def _friendly(exc: Exception, uri: str) -> StoreUnavailableError:
+    if isinstance(exc, (TransientError, Neo4jError)) and not isinstance(exc, AuthError):
+        return StoreUnavailableError(
+            f"Neo4j at {uri} could not serve the request ({exc.code}: the database is starting, stopping or "
+            f"overloaded; the driver retried for up to 15 s). Retry later; check the server with "
+            f"`graphmem neo4j status` (NEO4J_URI)"
+        )
     if isinstance(exc, AuthError):
         return StoreUnavailableError(
             f"Neo4j at {uri} refused the credentials (check NEO4J_USERNAME / NEO4J_PASSWORD): {exc.message}"
@@ -211,15 +235,19 @@ class Neo4jNoteStore:
         try:
             async with self._driver.session(database=self._db) as session:
                 return await session.execute_read(fn, *args)
-        except (ServiceUnavailable, SessionExpired, AuthError, OSError) as exc:
-            raise _friendly(exc, self._uri) from exc
+        except Exception as exc:
+            if _unavailable(exc):
+                raise _friendly(exc, self._uri) from exc
+            raise
 
     async def _write(self, fn: Any, *args: Any) -> Any:
         try:
             async with self._driver.session(database=self._db) as session:
                 return await session.execute_write(fn, *args)
-        except (ServiceUnavailable, SessionExpired, AuthError, OSError) as exc:
-            raise _friendly(exc, self._uri) from exc
+        except Exception as exc:
+            if _unavailable(exc):
+                raise _friendly(exc, self._uri) from exc
+            raise
 
     @staticmethod
     async def _run(tx: AsyncManagedTransaction, query_name: str, /, **params: Any) -> list[dict[str, Any]]:
@@ -244,8 +272,10 @@ class Neo4jNoteStore:
             async with self._driver.session(database=self._db) as session:
                 result = await session.run(text, params)
                 await result.consume()
-        except (ServiceUnavailable, SessionExpired, AuthError, OSError) as exc:
-            raise _friendly(exc, self._uri) from exc
+        except Exception as exc:
+            if _unavailable(exc):
+                raise _friendly(exc, self._uri) from exc
+            raise
 
     async def vector_index_info(self) -> dict[str, Any] | None:
         rows = await self._read(lambda tx: self._run(tx, "schema/vector_index", name="note_embedding"))
