@@ -19,14 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from neo4j import AsyncDriver, AsyncGraphDatabase, AsyncManagedTransaction
-from neo4j.exceptions import (
-    AuthError,
-    ClientError,
-    Neo4jError,
-    ServiceUnavailable,
-    SessionExpired,
-    TransientError,
-)
+from neo4j.exceptions import AuthError, ClientError, Neo4jError, ServiceUnavailable, SessionExpired, TransientError
 
 from graphmem import queries
 from graphmem.config import Settings

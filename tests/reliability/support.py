@@ -23,7 +23,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
@@ -127,7 +127,7 @@ class FaultyOpenAI:
             def log_message(self, *args: Any) -> None:
                 pass
 
-            def do_POST(self) -> None:
+            def do_POST(self) -> None:  # noqa: N802
                 raw = self.rfile.read(int(self.headers.get("content-length", 0)))
                 body = json.loads(raw or b"{}")
                 body["_headers"] = {k.lower(): v for k, v in self.headers.items()}
@@ -173,7 +173,7 @@ class FaultyOpenAI:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
 
-    def __enter__(self) -> Self:
+    def __enter__(self) -> FaultyOpenAI:
         self.thread.start()
         return self
 

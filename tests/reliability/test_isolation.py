@@ -17,34 +17,19 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given
-from hypothesis import settings as hsettings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 from langchain_core.messages import AIMessage, BaseMessage
 from pydantic import SecretStr
 from starlette.testclient import TestClient
 
 from graphmem.config import Settings
-from graphmem.errors import (
-    ConfigError,
-    InvalidInputError,
-    LLMError,
-    NoteNotFoundError,
-    StoreUnavailableError,
-)
+from graphmem.errors import ConfigError, InvalidInputError, LLMError, NoteNotFoundError, StoreUnavailableError
 from graphmem.integrations.langgraph import GraphmemStore
 from graphmem.interfaces.rest import create_app
 from graphmem.models import Scope
 from graphmem.service.sync import MemoryService
 from tests.fakes import ScriptedChatModel, shown_ids, step_of, text_reply, tool_reply
-from tests.reliability.support import (
-    FULL,
-    ClusterEmbedder,
-    FaultyOpenAI,
-    Reply,
-    record,
-    scripted_app,
-)
+from tests.reliability.support import FULL, ClusterEmbedder, FaultyOpenAI, Reply, record, scripted_app
 
 TEXTS = [
     "Alice moved to Lisbon in March topic-0.",
@@ -139,7 +124,7 @@ OPS = ["search", "ask", "add", "update", "repair", "export", "link_other", "get_
        "history_other", "lg_search", "lg_get", "lg_put", "lg_list"]
 
 
-@hsettings(max_examples=EXAMPLES, deadline=None, derandomize=not FULL, suppress_health_check=list(HealthCheck), database=None)
+@hsettings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 @given(ops=st.lists(st.tuples(st.sampled_from(OPS), st.sampled_from(TEXTS + ["vault code", "Alice", "x"]),
                               st.sampled_from(["vector", "links", "hybrid"]), st.integers(1, 20), st.integers(0, 10**6)),
                     min_size=1, max_size=4))
@@ -197,7 +182,7 @@ def test_no_operation_on_a_scope_reaches_another(world: Any, neo4j_driver: Any, 
 
 def test_isolation_record(world: Any, neo4j_driver: Any, settings: Settings) -> None:
     """After the property runs: A's links all stay in A (and the numbers for the report)."""
-    _, w, _ = world
+    svc, w, _ = world
     rows, _, _ = neo4j_driver.execute_query(
         f"MATCH (a:Note)-[r:{_LINK_TYPES}]-(b:Note) WHERE a.user_id STARTS WITH $u "
         "RETURN count(r) AS n, sum(CASE WHEN [a.user_id, a.agent_id, a.run_id] <> [b.user_id, b.agent_id, b.run_id] "

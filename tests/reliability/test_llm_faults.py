@@ -121,9 +121,9 @@ class Switch:
 
 def use_http_model(svc: AsyncMemoryService, base_url: str, *, max_retries: int) -> None:
     model = ChatOpenAI(base_url=base_url, api_key="sk-test-key", model="stub", max_retries=0, timeout=TIMEOUT)
-    svc._chat_model = model
+    svc._chat_model = model  # noqa: SLF001 - the real HTTP client instead of the scripted one
     # Waits capped at 0.5 s (production: 30 s) to keep the suite short; Retry-After 0.3 s is still honoured.
-    svc._llm = LLMCaller(model, method="function_calling", max_retries=max_retries, repair_attempts=1, max_wait=0.5)
+    svc._llm = LLMCaller(model, method="function_calling", max_retries=max_retries, repair_attempts=1, max_wait=0.5)  # noqa: SLF001
 
 
 def assert_links_inside(graph: Any, scope: Scope, shown: dict[str, set[str]]) -> int:

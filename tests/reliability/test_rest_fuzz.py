@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import json
 import uuid
+from urllib.parse import quote
 from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
-from urllib.parse import quote
 
 import pytest
 import schemathesis
-from hypothesis import HealthCheck, given
-from hypothesis import settings as hsettings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 from pydantic import SecretStr
 from schemathesis import GenerationMode
 from starlette.testclient import TestClient
@@ -186,8 +184,7 @@ def test_hand_written_rest_fuzz(settings: Settings, fuzz_user: str) -> None:
             r = client.get("/v1/notes", params={"limit": 1}, headers={"X-API-Key": KEY, "X-User-Id": fuzz_user})
             return int(r.json()["total"])
 
-        @hsettings(max_examples=HAND_EXAMPLES, deadline=None, derandomize=not FULL, suppress_health_check=list(HealthCheck),
-                   database=None)
+        @hsettings(max_examples=HAND_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None)
         @given(route=st.sampled_from(ROUTES), body=raw_body(), ctype=st.sampled_from(
             ["application/json", "application/json", "application/json", "application/json", "text/plain", "application/x-www-form-urlencoded", "", "application/json; charset=latin-1"]),
             note_id=st.one_of(st.just(real_id), path_ids), user=st.one_of(st.just(fuzz_user), st.just(fuzz_user), header_text),
