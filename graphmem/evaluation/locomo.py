@@ -195,18 +195,28 @@ def scope_tag(scope: Any) -> str:
     return "s" + hashlib.sha256(str(scope).encode("utf-8")).hexdigest()[:10]
 
 
-def turn_inputs(conv: Conversation, sessions: Iterable[int] | None = None, *, tag: str = "import") -> list[NoteInput]:
-    """One NoteInput per turn, in conversation order (event time = the session's date string)."""
-    return [
-        NoteInput(
-            content=turn.content,
-            note_id=note_id(tag, conv.sample_id, turn.dia_id),
-            event_time=session.date_time,
-            source_id=turn.dia_id,
-            category=None,
+def turn_inputs(
+    conv: Conversation, sessions: Iterable[int] | None = None, *, tag: str = "import", follows: bool = True
+) -> list[NoteInput]:
+    """One NoteInput per turn, in conversation order (event time = the session's date string); with
+    ``follows``, each turn FOLLOWS the previous turn of its session."""
+    out: list[NoteInput] = []
+    previous: tuple[int, str] | None = None
+    for session, turn in conv.turns(sessions):
+        nid = note_id(tag, conv.sample_id, turn.dia_id)
+        after = previous[1] if follows and previous is not None and previous[0] == session.number else None
+        out.append(
+            NoteInput(
+                content=turn.content,
+                note_id=nid,
+                event_time=session.date_time,
+                source_id=turn.dia_id,
+                category=None,
+                follows=after,
+            )
         )
-        for session, turn in conv.turns(sessions)
-    ]
+        previous = (session.number, nid)
+    return out
 
 
 def select(conversations: Sequence[Conversation], ids: Sequence[str] | None) -> list[Conversation]:

@@ -55,7 +55,7 @@ def simple_tokenize(text: str) -> list[str]:
 
 @cache
 def _word_tokenizer() -> Any:
-    from nltk.tokenize import NLTKWordTokenizer
+    from nltk.tokenize import NLTKWordTokenizer  # type: ignore[import-untyped]
 
     return NLTKWordTokenizer()
 
@@ -68,7 +68,7 @@ def word_tokenize(text: str) -> list[str]:
 
 @cache
 def _stemmer() -> Any:
-    from nltk.stem import PorterStemmer
+    from nltk.stem import PorterStemmer  # type: ignore[import-untyped]
 
     return PorterStemmer()
 
@@ -87,7 +87,7 @@ def f1_set(prediction: str, reference: str) -> float:
 
 
 def bleu(prediction: str, reference: str) -> dict[str, float]:
-    from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
+    from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu  # type: ignore[import-untyped]
 
     pred = word_tokenize(str(prediction).lower())
     ref = [word_tokenize(str(reference).lower())]
@@ -100,7 +100,7 @@ def bleu(prediction: str, reference: str) -> dict[str, float]:
 
 @cache
 def _rouge() -> Any:
-    from rouge_score import rouge_scorer
+    from rouge_score import rouge_scorer  # type: ignore[import-untyped]
 
     return rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=True)
 
@@ -122,7 +122,7 @@ class _NoWordNet:
 @cache
 def _wordnet() -> Any:
     try:
-        import nltk
+        import nltk  # type: ignore[import-untyped]
 
         nltk.data.find("corpora/wordnet.zip")
     except LookupError:
@@ -132,7 +132,7 @@ def _wordnet() -> Any:
             nltk.data.find("corpora/wordnet")
         except LookupError:
             return _NoWordNet()
-    from nltk.corpus import wordnet
+    from nltk.corpus import wordnet  # type: ignore[import-untyped]
 
     return wordnet
 
@@ -142,7 +142,7 @@ def meteor_uses_wordnet() -> bool:
 
 
 def meteor(prediction: str, reference: str) -> float:
-    from nltk.translate.meteor_score import meteor_score
+    from nltk.translate.meteor_score import meteor_score  # type: ignore[import-untyped]
 
     pred, ref = str(prediction).split(), str(reference).split()
     if not pred or not ref:
@@ -271,8 +271,8 @@ def aggregate(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str] | None =
                 overall[mode].append(scores[mode])
         else:
             by_cat.setdefault(str(cat), []).append(scores["standard"])
-            for mode in overall:
-                overall[mode].append(scores["standard"])
+            for items in overall.values():
+                items.append(scores["standard"])
 
     def summarise(items: list[Mapping[str, float]]) -> dict[str, Any]:
         out: dict[str, Any] = {"count": len(items)}

@@ -7,8 +7,8 @@ from typing import Any
 
 MODE_LABELS = {
     "vector": "graphmem vector",
-    "links": "graphmem links (default)",
-    "hybrid": "graphmem hybrid",
+    "links": "graphmem links",
+    "hybrid": "graphmem hybrid (default)",
     "dense": "dense exact (NumPy)",
     "full": "full conversation",
 }

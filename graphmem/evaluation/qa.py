@@ -129,25 +129,32 @@ async def ingest(
     turns = conv.turns(sessions)
     existing = await svc.store.find_by_source([t.dia_id for _, t in turns], scope)
     usage = Usage()
-    stats = {"turns": len(turns), "reused": 0, "added": 0, "links": 0, "evolved": 0, "rejected": 0,
+    stats: dict[str, Any] = {"turns": len(turns), "reused": 0, "added": 0, "links": 0, "evolved": 0, "rejected": 0,
              "pending": 0, "errors": 0}
     latencies: list[float] = []
+    previous: tuple[int, str] | None = None  # (session, note id) of the last turn stored
     for i, (session, turn) in enumerate(turns):
+        nid = note_id(tag, conv.sample_id, turn.dia_id)
+        after = previous[1] if previous is not None and previous[0] == session.number else None
+        previous = None
         if turn.dia_id in existing:
             stats["reused"] += 1
+            previous = (session.number, nid)
         else:
             try:
                 res = await svc.add(
                     turn.content,
                     scope,
-                    note_id=note_id(tag, conv.sample_id, turn.dia_id),
+                    note_id=nid,
                     event_time=session.date_time,
                     source_id=turn.dia_id,
+                    follows=after,
                 )
             except GraphmemError as exc:  # counted and reported; the turn is retried on the next run
                 stats["errors"] += 1
                 stats.setdefault("error_messages", []).append(f"{turn.dia_id}: {exc}"[:300])
             else:
+                previous = (session.number, nid)
                 stats["added"] += 1
                 stats["links"] += len(res.links)
                 stats["evolved"] += len(res.evolved)
@@ -382,25 +389,25 @@ async def run_qa_eval(
     by_system = {
         system: summarise_system([r for r in records if r["system"] == system]) for system in cfg.systems
     }
-    s = svc.settings
+    st = svc.settings
     return {
         "kind": "qa",
         "config": {
             **asdict(cfg),
             "tag": tag,
             "config_key": key,
-            "llm_provider": s.resolved_llm_provider,
-            "llm_model": model_label(s),
-            "llm_temperature": s.llm_temperature,
-            "llm_seed": s.llm_seed,
-            "search_mode": cfg.mode or s.search_mode,
-            "k": cfg.k or s.search_k,
-            "context_token_budget": cfg.token_budget or s.context_token_budget,
-            "links_per_hit": s.links_per_hit,
-            "enable_enrichment": s.enable_enrichment,
-            "enable_links": s.enable_links,
-            "enable_evolution": s.enable_evolution,
-            "embed_text_variant": s.embed_text_variant,
+            "llm_provider": st.resolved_llm_provider,
+            "llm_model": model_label(st),
+            "llm_temperature": st.llm_temperature,
+            "llm_seed": st.llm_seed,
+            "search_mode": cfg.mode or st.search_mode,
+            "k": cfg.k or st.search_k,
+            "context_token_budget": cfg.token_budget or st.context_token_budget,
+            "links_per_hit": st.links_per_hit,
+            "enable_enrichment": st.enable_enrichment,
+            "enable_links": st.enable_links,
+            "enable_evolution": st.enable_evolution,
+            "embed_text_variant": st.embed_text_variant,
             "meteor_uses_wordnet": metrics.meteor_uses_wordnet(),
             "category_names": CATEGORY_NAMES,
         },

@@ -35,13 +35,13 @@ def qa_markdown(result: dict[str, Any]) -> str:
     lines = [
         "# LoCoMo QA evaluation",
         "",
-        f"Model `{c['llm_model']}` ({c['llm_provider']}), temperature {c['llm_temperature']}, seed {c['llm_seed']}; "
+        (f"Model `{c['llm_model']}` ({c['llm_provider']}), temperature {c['llm_temperature']}, seed {c['llm_seed']}; "
         f"search mode `{c['search_mode']}`, k={c['k']}, context budget {c['context_token_budget']} tokens; "
         f"tag `{c['tag']}`; category-5 prompt `{c['cat5_prompt']}`; sessions {c['sessions'] or 'all'}; "
-        f"{result['questions']} questions. METEOR with WordNet synonyms: {_f(c['meteor_uses_wordnet'])}.",
+        f"{result['questions']} questions. METEOR with WordNet synonyms: {_f(c['meteor_uses_wordnet'])}."),
         "",
-        "Scores x100. Category 5 is shown in both modes: `amem` (scored against the adversarial answer, as "
-        "A-MEM publishes) and `locomo` (1 when the answer declines). Overall `excluded` = categories 1-4.",
+        ("Scores x100. Category 5 is shown in both modes: `amem` (scored against the adversarial answer, as "
+        "A-MEM publishes) and `locomo` (1 when the answer declines). Overall `excluded` = categories 1-4."),
         "",
     ]
     metrics = ("f1", "locomo_f1", "bleu1", "rouge1", "rougeL", "meteor", "sbert", "exact_match")
@@ -83,10 +83,10 @@ def retrieval_markdown(result: dict[str, Any]) -> str:
     lines = [
         "# LoCoMo retrieval evaluation (LLM-free)",
         "",
-        f"Scope tag `{c['tag']}` ({'reused scope' if c.get('reuse_tag') else 'raw notes, no LLM'}; "
+        (f"Scope tag `{c['tag']}` ({'reused scope' if c.get('reuse_tag') else 'raw notes, no LLM'}; "
         f"FOLLOWS heuristic links: {_f(c['follows_links'])}); embedder {c['embedder']}, embedded text `{c['embed_text_variant']}`; "
         f"links per hit {c['links_per_hit']}; {len(result['conversations'])} conversations, {n} questions (categories "
-        f"{', '.join(map(str, c['categories']))}, with evidence).",
+        f"{', '.join(map(str, c['categories']))}, with evidence)."),
         "",
         "## Evidence recall@k (share of evidence turns retrieved)",
         "",
@@ -115,10 +115,10 @@ def retrieval_markdown(result: dict[str, Any]) -> str:
         "",
         "## Target",
         "",
-        f"Default search (`{t['default_mode']}`, k={t['default_k']}): recall {_f(t.get('graphmem_recall@10'), 1, 3)} at "
+        (f"Default search (`{t['default_mode']}`, k={t['default_k']}): recall {_f(t.get('graphmem_recall@10'), 1, 3)} at "
         f"{_f(t.get('graphmem_tokens@10'), 1, 0)} tokens; dense exact recall@40 {_f(t.get('dense_recall@40'), 1, 3)} "
         f"(dense@10 {_f(t.get('dense_recall@10'), 1, 3)}). Recall target met: {_f(t.get('recall_target_met'))}; "
-        f"under 1,000 tokens: {_f(t.get('tokens_target_met'))}.",
+        f"under 1,000 tokens: {_f(t.get('tokens_target_met'))}."),
         "",
     ]
     return "\n".join(lines)
@@ -129,22 +129,23 @@ def bench_markdown(result: dict[str, Any]) -> str:
     lines = [
         "# graphmem benchmark",
         "",
-        f"{result['machine']['cpus']} CPUs; k={k}; {result['config']['repetitions']} timed repetitions after "
+        (f"{result['machine']['cpus']} CPUs; k={k}; {result['config']['repetitions']} timed repetitions after "
         f"{result['config']['warmup']} warm-up calls ({result['config']['brute_force_repetitions']} for the brute-force scan); "
-        f"over-fetch {result['settings']['over_fetch_ratio']}, links per hit {result['settings']['links_per_hit']}.",
+        f"over-fetch {result['settings']['over_fetch_ratio']}, links per hit {result['settings']['links_per_hit']}."),
         "",
         "## Latency, p50 / p95 ms",
         "",
         "| notes | vector | vector (query text) | vector + 1 hop | + 1 hop (query text) | bare index, ids | exact NumPy | brute-force Cypher | speed-up vs brute force |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    for r in result["sizes"]:
-        def pp(key: str) -> str:
-            return f"{_f(r[key]['p50_ms'])} / {_f(r[key]['p95_ms'])}"
+    def pp(r: dict[str, Any], key: str) -> str:
+        return f"{_f(r[key]['p50_ms'])} / {_f(r[key]['p95_ms'])}"
 
+    for r in result["sizes"]:
         lines.append(
-            f"| {r['size']:,} | {pp('vector')} | {pp('vector_with_embedding')} | {pp('links')} | {pp('links_with_embedding')} | "
-            f"{pp('index_ids_only')} | {pp('numpy_exact')} | {pp('brute_force_cypher')} | {_f(r.get('speedup_vs_brute_force'), 1, 0)}x |"
+            f"| {r['size']:,} | {pp(r, 'vector')} | {pp(r, 'vector_with_embedding')} | {pp(r, 'links')} | "
+            f"{pp(r, 'links_with_embedding')} | {pp(r, 'index_ids_only')} | {pp(r, 'numpy_exact')} | "
+            f"{pp(r, 'brute_force_cypher')} | {_f(r.get('speedup_vs_brute_force'), 1, 0)}x |"
         )
     lines += ["", "## Recall, import, disk", "",
               f"| notes | recall@{k} (graphmem vs exact) | bare index recall@{k} | import notes/s (with embedding) | store-only notes/s | embed notes/s | store bytes/note | tx-log bytes/note |",

@@ -6,13 +6,13 @@ question of categories 1-4 with evidence: evidence recall@k (share of evidence t
 all-evidence hit@k, notes returned and context tokens (rendered as ``ask`` renders them) at each k,
 for each mode:
 
-- ``vector``, ``links``, ``hybrid``: ``AsyncMemoryService.search`` (``links`` is the default);
+- ``vector``, ``links``, ``hybrid``: ``AsyncMemoryService.search`` (``hybrid`` is the default);
 - ``dense``: exact NumPy top-k over the same stored vectors (the plain dense-retrieval baseline);
 - ``full``: the whole conversation as context (recall 1 by construction; the token cost).
 
-Raw notes carry no LLM links, so ``links`` equals ``vector`` unless links exist: either reuse an
-enriched scope, or turn on the explicit ``follows_links`` ablation (each turn FOLLOWS the previous
-turn of its session, written in bulk; a heuristic, not A-MEM's LLM linking).
+Turns are stored as graphmem stores a conversation: each turn FOLLOWS the previous turn of its session
+(``follows_links=False`` is the ablation without them). Raw notes carry no LLM links; reuse a scope
+enriched by ``graphmem eval locomo`` to measure those.
 """
 
 from __future__ import annotations
@@ -24,9 +24,15 @@ from typing import Any
 
 import numpy as np
 
-from graphmem.evaluation.locomo import CATEGORY_NAMES, Conversation, note_id, turn_inputs
+from graphmem.evaluation.locomo import (
+    CATEGORY_NAMES,
+    Conversation,
+    note_id,
+    turn_inputs,
+)
 from graphmem.models import Note, Scope
-from graphmem.service.memory import AsyncMemoryService, render_context_line
+from graphmem.service.context import build_context
+from graphmem.service.memory import AsyncMemoryService
 
 DEFAULT_KS = (1, 5, 10, 20, 40, 50)
 SERVICE_MODES = ("vector", "links", "hybrid")
@@ -41,7 +47,7 @@ class RetrievalConfig:
     modes: tuple[str, ...] = ALL_MODES
     sessions: list[int] | None = None
     categories: tuple[int, ...] = (1, 2, 3, 4)
-    follows_links: bool = False  # ablation: link consecutive turns of a session (FOLLOWS)
+    follows_links: bool = True  # each turn FOLLOWS the previous one of its session (False: ablation)
     reuse_tag: str | None = None  # evaluate an existing scope locomo-<tag>-<sample> instead of ingesting
     max_questions: int | None = None  # per conversation
     token_budget: int | None = None  # for budget_recall@k; default settings.context_token_budget
@@ -57,12 +63,6 @@ class RetrievalConfig:
 
 def scope_for(tag: str, sample_id: str) -> Scope:
     return Scope(user_id=f"locomo-{tag}-{sample_id}"[:128])
-
-
-def _count_tokens(text: str) -> int:
-    from graphmem.tokens import count_tokens
-
-    return int(count_tokens(text))
 
 
 @dataclass
@@ -83,18 +83,6 @@ def _recall(found: Sequence[str | None], evidence: set[str]) -> tuple[float, flo
     return len(got) / len(evidence), float(got == evidence)
 
 
-def _budgeted(sources: Sequence[str | None], costs: Sequence[int], budget: int) -> tuple[list[str | None], int]:
-    """The notes ``ask`` would keep: in order, skipping any that would overflow the budget."""
-    kept: list[str | None] = []
-    spent = 0
-    for s, c in zip(sources, costs, strict=True):
-        if spent + c > budget:
-            continue
-        kept.append(s)
-        spent += c
-    return kept, spent
-
-
 async def ensure_ingested(
     svc: AsyncMemoryService,
     conv: Conversation,
@@ -104,25 +92,15 @@ async def ensure_ingested(
     *,
     follows_links: bool,
 ) -> dict[str, Any]:
-    """Store the turns raw (skipping those already there); optionally add the FOLLOWS heuristic links."""
-    from graphmem.store.bench_queries import BenchQueries
-
-    items = turn_inputs(conv, sessions, tag=tag)
+    """Store the turns raw (skipping those already there), each following the previous turn unless disabled."""
+    items = turn_inputs(conv, sessions, tag=tag, follows=follows_links)
     started = time.perf_counter()
     existing = await svc.store.find_by_source([i.source_id for i in items if i.source_id], scope)
     missing = [i for i in items if i.source_id not in existing]
     if missing:
         await svc.add_many(missing, scope, batch_size=256)
     ingest_s = time.perf_counter() - started
-    links = 0
-    if follows_links:
-        pairs = []
-        for session in conv.sessions:
-            if sessions is not None and session.number not in sessions:
-                continue
-            for prev, cur in zip(session.turns, session.turns[1:], strict=False):
-                pairs.append((note_id(tag, conv.sample_id, cur.dia_id), note_id(tag, conv.sample_id, prev.dia_id)))
-        links = await BenchQueries(svc.store).follows_links(pairs, scope, reason="consecutive turns (heuristic)")
+    links = sum(i.follows is not None for i in items)
     return {"turns": len(items), "added": len(missing), "ingest_seconds": ingest_s, "follows_links": links}
 
 
@@ -158,8 +136,8 @@ async def evaluate_conversation(
     for start in range(0, len(ids), 1000):
         for n in await svc.store.list(scope, limit=1000, offset=start):
             notes_by_id[n.id] = n
-    token_cost: dict[str, int] = {nid: _count_tokens(render_context_line(n)) for nid, n in notes_by_id.items()}
-    full_tokens = sum(token_cost.get(i, 0) for i in ids)
+    full_context = build_context([notes_by_id[i] for i in ids if i in notes_by_id])
+    full_tokens = full_context.tokens
     info["notes"] = len(ids)
     info["full_context_tokens"] = full_tokens
 
@@ -180,6 +158,9 @@ async def evaluate_conversation(
 
     qvecs = await svc.embedder.aembed_documents([q.question for q, _ in questions])
     budget = cfg.token_budget or svc.settings.context_token_budget
+    full_notes = [notes_by_id[i] for i in ids if i in notes_by_id]
+    full_budgeted = build_context(full_notes, budget)
+    full_kept = [full_notes[j].source_id for j in full_budgeted.used]
     accs: dict[str, dict[int, _Acc]] = {m: {k: _Acc() for k in cfg.ks} for m in cfg.modes}
     kmax = max(cfg.ks)
     qmat = np.asarray(qvecs, dtype=np.float32)
@@ -193,29 +174,36 @@ async def evaluate_conversation(
         for mode in cfg.modes:
             for k in cfg.ks:
                 acc = accs[mode][k]
-                if mode == "full":
-                    found_ids = ids
-                elif mode == "dense":
+                if mode == "full":  # the whole conversation: the same context for every question
+                    found = [notes_by_id[i].source_id for i in ids if i in notes_by_id]
+                    r, hit = _recall(found, ev)
+                    acc.recall.append(r)
+                    acc.hit.append(hit)
+                    acc.tokens.append(full_tokens)
+                    acc.notes.append(len(found))
+                    acc.budget_recall.append(_recall(full_kept, ev)[0])
+                    acc.budget_tokens.append(full_budgeted.tokens)
+                    acc.category.append(q.category)
+                    continue
+                if mode == "dense":
                     assert dense_order is not None
                     found_ids = [ids[j] for j in dense_order[qi, :k]]
                 else:
                     hits = await svc.search(q.question, scope, k=k, mode=mode, query_embedding=qv)  # type: ignore[arg-type]
                     found_ids = [h.note.id for h in hits]
                     for h in hits:
-                        if h.note.id not in token_cost:
-                            notes_by_id[h.note.id] = h.note
-                            token_cost[h.note.id] = _count_tokens(render_context_line(h.note))
-                found = [notes_by_id[i].source_id if i in notes_by_id else None for i in found_ids]
-                costs = [token_cost.get(i, 0) for i in found_ids]
+                        notes_by_id.setdefault(h.note.id, h.note)
+                found_notes = [notes_by_id[i] for i in found_ids if i in notes_by_id]
+                found = [n.source_id for n in found_notes]
                 r, hit = _recall(found, ev)
                 acc.recall.append(r)
                 acc.hit.append(hit)
-                acc.tokens.append(sum(costs))
+                acc.tokens.append(build_context(found_notes).tokens)  # written as ask writes it
                 acc.notes.append(len(found_ids))
-                kept, spent = _budgeted(found, costs, budget)
-                br, _ = _recall(kept, ev)
+                ctx = build_context(found_notes, budget)
+                br, _ = _recall([found[j] for j in ctx.used], ev)
                 acc.budget_recall.append(br)
-                acc.budget_tokens.append(spent)
+                acc.budget_tokens.append(ctx.tokens)
                 acc.category.append(q.category)
         if progress is not None:
             progress(conv.sample_id, qi + 1, total)

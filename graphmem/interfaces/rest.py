@@ -432,6 +432,7 @@ def create_app(
             metadata=body.metadata,
             dedupe_content=body.dedupe_content,
             enrich=body.enrich,
+            follows=body.follows,
         )
         if not result.created:
             response.status_code = 200

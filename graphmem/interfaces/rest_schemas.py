@@ -29,6 +29,9 @@ class NoteCreate(ScopeFields):
     metadata: dict[str, str] | None = Field(None, description="string values, 32 keys at most")
     dedupe_content: bool = Field(False, description="reuse a note of the scope with exactly this content")
     enrich: bool | None = Field(None, description="false: store raw, no LLM call (default from settings)")
+    follows: str | None = Field(
+        None, max_length=128, description="id of the previous conversation turn: this note gets a FOLLOWS link to it"
+    )
 
 
 class NoteUpdate(ScopeFields):

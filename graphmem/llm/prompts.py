@@ -34,8 +34,8 @@ EVOLVE_SYSTEM = (
 ANSWER_SYSTEM = (
     "You answer questions from an agent's memory notes. Use only the notes. Answer with a short phrase, "
     "using the notes' own words where possible. For questions about time, answer with a date or period "
-    "derived from the notes' dates. If the notes do not contain the answer, say 'Not mentioned in the "
-    "conversation'. " + _DATA_RULE
+    "derived from the notes' dates (a [date] line dates the notes below it). If the notes do not contain "
+    "the answer, say 'Not mentioned in the conversation'. " + _DATA_RULE
 )
 
 

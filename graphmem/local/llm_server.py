@@ -32,6 +32,12 @@ LLAMA_CPP_REQUIREMENT = "llama-cpp-python[server]==0.3.36"
 _CHUNK = 1 << 20
 _HOST = "127.0.0.1"
 _BUSY_WAIT = 60.0  # a foreign llama.cpp server lists its models only after its current completion
+# Kept in step with scripts/install.sh: a portable x86-64 (AVX2) build. -march=native builds crashed
+# on a VM whose CPU reports AMX, and pip's wheel cache would reuse such a build on every reinstall.
+REBUILD_HINT = (
+    "pip cache remove llama_cpp_python; CMAKE_ARGS='-DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX2=ON "
+    "-DGGML_FMA=ON -DGGML_F16C=ON' pip install --force-reinstall --no-deps llama-cpp-python==0.3.36"
+)
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never via a proxy
 
 
@@ -482,6 +488,7 @@ class LocalLLM:
             served = self._served_models()
             if served is not None:
                 if self.model_name in served:
+                    self._first_completion(pid)
                     return
                 raise LocalServiceError(self._port_conflict(served, ours=False))
             time.sleep(0.2)
@@ -490,6 +497,32 @@ class LocalLLM:
         raise LocalServiceError(
             f"the local LLM server did not answer within {timeout:.0f} s; log {self.log_file}:\n"
             f"{self._log_tail()}"
+        )
+
+    def _first_completion(self, pid: int) -> None:
+        """One token of inference: a llama.cpp build that cannot run on this CPU lists its models
+        but dies on the first completion, which would otherwise surface as every note failing."""
+        body = json.dumps(
+            {"model": self.model_name, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1}
+        ).encode()
+        request = urllib.request.Request(
+            f"{self.base_url}/chat/completions", data=body, headers={"Content-Type": "application/json"}
+        )
+        try:
+            with _OPENER.open(request, timeout=120) as resp:
+                resp.read()
+            return
+        except OSError as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        time.sleep(0.5)
+        alive = _pid_alive(pid)
+        if alive:
+            self._terminate(pid)
+        self.pid_file.unlink(missing_ok=True)
+        raise LocalServiceError(
+            f"the local LLM server {'failed' if alive else 'crashed'} on its first completion ({error}). "
+            f"A llama-cpp-python built for another CPU does this; rebuild it portably:\n  {REBUILD_HINT}\n"
+            f"log {self.log_file}:\n{self._log_tail()}"
         )
 
     def _terminate(self, pid: int, timeout: float = 15.0) -> None:

@@ -17,6 +17,7 @@ import asyncio
 import dataclasses
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, Literal
@@ -33,6 +34,7 @@ from graphmem.llm.prompts import answer_messages, enrich_messages, evolve_messag
 from graphmem.models import (
     AddResult,
     AskResult,
+    FOLLOWS_REASON,
     EnrichmentStatus,
     Link,
     LinkType,
@@ -45,6 +47,7 @@ from graphmem.models import (
     check_id,
     utcnow,
 )
+from graphmem.service.context import build_context
 from graphmem.service.text import (
     check_note_text,
     embed_text,
@@ -63,6 +66,8 @@ Progress = Callable[[int, int], None]
 _RRF_K = 60  # the usual reciprocal-rank-fusion constant
 
 
+TOUCH_DELAY = 0.5  # seconds between writes of retrieval statistics
+
 class NoteInput(BaseModel):
     """One note to add in bulk (import, LoCoMo ingest, benchmarks)."""
 
@@ -75,6 +80,7 @@ class NoteInput(BaseModel):
     keywords: builtins.list[str] = Field(default_factory=list)
     tags: builtins.list[str] = Field(default_factory=list)
     context: str = ""
+    follows: str | None = None  # id of the previous turn (in this batch or already stored): a FOLLOWS link
 
 
 class AsyncMemoryService:
@@ -93,7 +99,10 @@ class AsyncMemoryService:
         self._chat_model = chat_model
         self._llm: LLMCaller | None = None
         self._local_llm: Any = None
-        self._background: set[asyncio.Task[None]] = set()
+        # Retrieval statistics (A-MEM's retrieval_count) are collected per scope and written at most
+        # every TOUCH_DELAY seconds: one write per search cost as much CPU as the search itself.
+        self._touched: dict[Scope, Counter[str]] = {}
+        self._touch_task: asyncio.Task[None] | None = None
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -122,8 +131,9 @@ class AsyncMemoryService:
         return cls(settings, store, emb, chat_model)
 
     async def close(self) -> None:
-        if self._background:
-            await asyncio.gather(*self._background, return_exceptions=True)
+        if self._touch_task is not None:
+            self._touch_task.cancel()
+        await self.flush()
         await self.store.close()
 
     async def __aenter__(self) -> AsyncMemoryService:
@@ -173,16 +183,23 @@ class AsyncMemoryService:
             usage.embed_seconds += time.perf_counter() - started
         return vector
 
-    def _spawn(self, coro: Any) -> None:
-        task = asyncio.ensure_future(coro)
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+    def _record_retrieval(self, ids: Iterable[str], scope: Scope) -> None:
+        self._touched.setdefault(scope, Counter()).update(ids)
+        if self._touch_task is None or self._touch_task.done():
+            self._touch_task = asyncio.ensure_future(self._flush_later())
 
-    async def _touch(self, ids: builtins.list[str], scope: Scope) -> None:
-        try:
-            await self.store.touch(ids, scope)
-        except Exception as exc:  # access statistics must never fail a read
-            log.warning("could not record retrieval of %d notes: %s", len(ids), exc)
+    async def _flush_later(self) -> None:
+        await asyncio.sleep(TOUCH_DELAY)
+        await self.flush()
+
+    async def flush(self) -> None:
+        """Write the retrieval statistics collected since the last write (close() does it too)."""
+        pending, self._touched = self._touched, {}
+        for scope, counts in pending.items():
+            try:
+                await self.store.touch(counts, scope)
+            except Exception as exc:  # access statistics must never fail a read
+                log.warning("could not record retrieval of %d notes: %s", len(counts), exc)
 
     async def _enrich(self, content: str, usage: Usage) -> NoteEnrichment | None:
         try:
@@ -256,13 +273,20 @@ class AsyncMemoryService:
         dedupe_content: bool = False,
         enrich: bool | None = None,
         evolve: bool | None = None,
+        follows: str | None = None,
     ) -> AddResult:
-        """Add one memory the A-MEM way. Never loses the note: LLM failures store it raw and mark it."""
+        """Add one memory the A-MEM way. Never loses the note: LLM failures store it raw and mark it.
+
+        ``follows``: the id of the note this one comes after in a conversation (the previous turn);
+        the note gets a FOLLOWS link to it, so a search that finds one turn can bring its neighbours.
+        """
         started = time.perf_counter()
         usage = Usage()
         content = validate_content(content, self.settings.max_content_chars)
         if note_id is not None:
             check_id(note_id, "note id")
+        if follows is not None:
+            await self._require(follows, scope)  # a missing or other-scope id is the caller's error
         meta = validate_metadata(metadata)
         ev_time, ev_text = parse_event_time(event_time)
         category = validate_label(category, 200, what="category")
@@ -313,6 +337,11 @@ class AsyncMemoryService:
         if do_evolve and note.enrichment == EnrichmentStatus.DONE and self.settings.neighbour_k > 0:
             links, changes, rejected = await self._decide(note, embedding, usage)
 
+        if follows is not None:
+            links = [l for l in links if not (l.target_id == follows and l.type == LinkType.FOLLOWS)]
+            links.append(
+                Link(source_id=note.id, target_id=follows, type=LinkType.FOLLOWS, reason=FOLLOWS_REASON, strength=1.0)
+            )
         updates = await self._neighbour_updates(changes, usage)
         t0 = time.perf_counter()
         created, written, versions = await self.store.add(
@@ -413,6 +442,7 @@ class AsyncMemoryService:
                 check_note_text(notes[-1])
             except (InvalidInputError, ValidationError, ValueError) as exc:
                 raise InvalidInputError(f"item {i}: {exc}") from None
+        pairs = await self._follows_pairs(items, notes, scope)
         variant = self.settings.embed_text_variant
         done = 0
         for start in range(0, len(notes), batch_size):
@@ -422,7 +452,30 @@ class AsyncMemoryService:
             done += len(chunk)
             if progress is not None:
                 progress(done, len(notes))
+        if pairs:  # after all notes, so a turn may follow one later in the batch; MERGE: a rerun repairs
+            await self.store.add_follows(pairs, scope)
         return [n.id for n in notes]
+
+    async def _follows_pairs(
+        self, items: Sequence[NoteInput], notes: Sequence[Note], scope: Scope
+    ) -> builtins.list[tuple[str, str]]:
+        """(note, previous turn) pairs of a bulk import; every previous turn must be in the batch or the scope."""
+        in_batch = {n.id for n in notes}
+        pairs: builtins.list[tuple[str, str]] = []
+        for i, (item, note) in enumerate(zip(items, notes, strict=True)):
+            if item.follows is None:
+                continue
+            try:
+                check_id(item.follows, "follows")
+            except InvalidInputError as exc:
+                raise InvalidInputError(f"item {i}: {exc}") from None
+            if item.follows == note.id:
+                raise InvalidInputError(f"item {i}: a note cannot follow itself")
+            pairs.append((note.id, item.follows))
+        for target in sorted({t for _, t in pairs} - in_batch):
+            if await self.store.get(target, scope) is None:
+                raise NoteNotFoundError(target)
+        return pairs
 
     async def update(self, note_id: str, scope: Scope, content: str) -> AddResult:
         """New content: re-enrich, re-embed, keep the previous values as a version."""
@@ -580,8 +633,8 @@ class AsyncMemoryService:
     ) -> builtins.list[SearchHit]:
         """Top-k notes of the scope for a query; each hit says how it was found.
 
-        mode: "vector" (HNSW), "links" (vector + one hop along typed links, default),
-        "hybrid" (vector fused with full-text by reciprocal rank, + links).
+        mode: "vector" (HNSW), "links" (vector + one hop along typed links),
+        "hybrid" (vector fused with full-text by reciprocal rank, + links; the default).
         """
         k = self.settings.search_k if k is None else k
         if not 1 <= k <= 1000:
@@ -606,7 +659,7 @@ class AsyncMemoryService:
             hits = await self._expand(hits, scope)
         usage.store_seconds += time.perf_counter() - t0
         if hits:
-            self._spawn(self._touch([h.note.id for h in hits], scope))
+            self._record_retrieval((h.note.id for h in hits), scope)
         return hits
 
     async def _expand(self, hits: builtins.list[SearchHit], scope: Scope) -> builtins.list[SearchHit]:
@@ -650,26 +703,14 @@ class AsyncMemoryService:
         ``instructions`` are appended to the question in the answer prompt only (not to the search
         query): the LoCoMo evaluation's per-category answer rules use it.
         """
-        from graphmem.tokens import count_tokens
-
         started = time.perf_counter()
         usage = Usage()
         hits = await self.search(question, scope, k=k, mode=mode, filters=filters, usage=usage)
-        budget = token_budget or self.settings.context_token_budget
-        lines: builtins.list[str] = []
-        used: builtins.list[SearchHit] = []
-        spent = 0
-        for hit in hits:
-            line = render_context_line(hit.note)
-            cost = count_tokens(line)
-            if spent + cost > budget:
-                continue  # a shorter later note may still fit
-            lines.append(line)
-            used.append(hit)
-            spent += cost
-        answer = await self.llm.text(answer_messages(question, "\n".join(lines) or "(no notes)", instructions), usage)
+        ctx = build_context([h.note for h in hits], token_budget or self.settings.context_token_budget)
+        used = [hits[i] for i in ctx.used]
+        answer = await self.llm.text(answer_messages(question, ctx.text or "(no notes)", instructions), usage)
         usage.total_seconds = time.perf_counter() - started
-        return AskResult(question=question, answer=answer.strip(), notes=used, context_tokens=spent, usage=usage)
+        return AskResult(question=question, answer=answer.strip(), notes=used, context_tokens=ctx.tokens, usage=usage)
 
 
 def _checked_filters(filters: SearchFilters) -> SearchFilters:
@@ -682,12 +723,6 @@ def _checked_filters(filters: SearchFilters) -> SearchFilters:
     return dataclasses.replace(
         filters, tags_any=tags, category=validate_label(filters.category, 200, what="category filter")
     )
-
-
-def render_context_line(note: Note) -> str:
-    when = note.event_time_text or (note.event_time.strftime("%Y-%m-%d") if note.event_time else "")
-    extra = f" (context: {note.context})" if note.context else ""
-    return f"[{when}] {note.content}{extra}" if when else f"{note.content}{extra}"
 
 
 def _rrf(a: builtins.list[SearchHit], b: builtins.list[SearchHit], k: int) -> builtins.list[SearchHit]:

@@ -98,6 +98,7 @@ class MemoryService:
         dedupe_content: bool = False,
         enrich: bool | None = None,
         evolve: bool | None = None,
+        follows: str | None = None,
     ) -> AddResult:
         return self._loop.run(
             self.aio.add(
@@ -111,6 +112,7 @@ class MemoryService:
                 dedupe_content=dedupe_content,
                 enrich=enrich,
                 evolve=evolve,
+                follows=follows,
             )
         )
 

@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 from neo4j import AsyncManagedTransaction
 
-from graphmem.models import Scope, utcnow
+from graphmem.models import Scope
 from graphmem.store.neo4j_store import Neo4jNoteStore
 
 
@@ -23,7 +23,7 @@ class BenchQueries:
     def __init__(self, store: Neo4jNoteStore) -> None:
         self.store = store
 
-    async def _rows(self, name: str, *, write: bool = False, **params: Any) -> list[dict[str, Any]]:
+    async def _rows(self, name: str, params: dict[str, Any], *, write: bool = False) -> list[dict[str, Any]]:
         async def work(tx: AsyncManagedTransaction) -> list[dict[str, Any]]:
             return await Neo4jNoteStore._run(tx, name, **params)
 
@@ -32,13 +32,13 @@ class BenchQueries:
 
     async def brute_force(self, embedding: Sequence[float], scope: Scope, k: int) -> list[tuple[str, float]]:
         """Exact top-k by a Cypher scan of the scope (no index): the baseline the HNSW path is measured against."""
-        rows = await self._rows("bench/brute_force", embedding=list(embedding), k=k, **scope.params())
+        rows = await self._rows("bench/brute_force", {"embedding": list(embedding), "k": k, **scope.params()})
         return [(r["id"], 2 * float(r["score"]) - 1) for r in rows]
 
     async def index_ids(self, embedding: Sequence[float], scope: Scope, k: int, fetch_k: int) -> list[str]:
         """The bare HNSW query, ids only (no note conversion): the floor under graphmem's vector search."""
         rows = await self._rows(
-            "bench/index_ids", embedding=list(embedding), k=k, fetch_k=fetch_k, **scope.params()
+            "bench/index_ids", {"embedding": list(embedding), "k": k, "fetch_k": fetch_k, **scope.params()}
         )
         return [r["id"] for r in rows]
 
@@ -51,7 +51,7 @@ class BenchQueries:
         chunks: list[npt.NDArray[np.float32]] = []
         after = ""
         while True:
-            rows = await self._rows("bench/vectors", after=after, limit=page, **scope.params())
+            rows = await self._rows("bench/vectors", {"after": after, "limit": page, **scope.params()})
             if not rows:
                 break
             after = rows[-1]["id"]
@@ -66,40 +66,20 @@ class BenchQueries:
         return ids, sources, matrix
 
     async def follows_links(
-        self,
-        pairs: Sequence[tuple[str, str]],
-        scope: Scope,
-        *,
-        reason: str = "consecutive",
-        strength: float = 0.5,
-        batch: int = 5000,
+        self, pairs: Sequence[tuple[str, str]], scope: Scope, *, reason: str = "consecutive", strength: float = 0.5
     ) -> int:
-        """Bulk FOLLOWS links (source after target), in batches; returns the number written."""
-        total = 0
-        now = utcnow()
-        for start in range(0, len(pairs), batch):
-            chunk = [{"source_id": s, "target_id": t} for s, t in pairs[start : start + batch]]
-            rows = await self._rows(
-                "bench/follows_links",
-                write=True,
-                pairs=chunk,
-                **scope.params(),
-                now=now,
-                reason=reason,
-                strength=strength,
-            )
-            total += int(rows[0]["created"]) if rows else 0
-        return total
+        """Bulk FOLLOWS links (source after target); returns the number written."""
+        return await self.store.add_follows(pairs, scope, reason=reason, strength=strength)
 
     async def link_count(self, scope: Scope) -> int:
-        rows = await self._rows("bench/link_count", **scope.params())
+        rows = await self._rows("bench/link_count", scope.params())
         return int(rows[0]["links"]) if rows else 0
 
     async def delete_scope(self, scope: Scope, *, batch: int = 5000) -> int:
         """Delete every note of a scope in batches (bounded transactions); returns the number deleted."""
         total = 0
         while True:
-            rows = await self._rows("bench/delete_scope", write=True, batch=batch, **scope.params())
+            rows = await self._rows("bench/delete_scope", {"batch": batch, **scope.params()}, write=True)
             deleted = int(rows[0]["deleted"]) if rows else 0
             total += deleted
             if deleted < batch:

@@ -13,7 +13,7 @@ import json
 import logging
 import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -25,6 +25,7 @@ from graphmem import queries
 from graphmem.config import Settings
 from graphmem.errors import ConflictError, StoreUnavailableError
 from graphmem.models import (
+    FOLLOWS_REASON,
     EnrichmentStatus,
     Link,
     LinkedVia,
@@ -370,6 +371,26 @@ class Neo4jNoteStore:
                 raise ConflictError(f"note id {s['id']!r} is already in use")
         return list(created)
 
+    async def add_follows(
+        self,
+        pairs: Sequence[tuple[str, str]],
+        scope: Scope,
+        *,
+        reason: str = FOLLOWS_REASON,
+        strength: float = 1.0,
+        batch: int = 5000,
+    ) -> int:
+        """FOLLOWS links (source after target) inside the scope, in bounded transactions; idempotent
+        (MERGE). Returns the number written; a pair whose notes are not both in the scope writes nothing."""
+        total = 0
+        now = utcnow()
+        for start in range(0, len(pairs), batch):
+            chunk = [{"source_id": s, "target_id": t} for s, t in pairs[start : start + batch]]
+            params = {"pairs": chunk, **scope.params(), "now": now, "reason": reason, "strength": strength}
+            rows = await self._write(lambda tx, p=params: self._run(tx, "links/follows_many", **p))
+            total += int(rows[0]["created"]) if rows else 0
+        return total
+
     async def revise(
         self,
         note_id: str,
@@ -433,8 +454,10 @@ class Neo4jNoteStore:
         rows = await self._write(lambda tx: self._run(tx, "notes/delete", id=note_id, **scope.params()))
         return bool(rows and rows[0]["deleted"])
 
-    async def touch(self, ids: Sequence[str], scope: Scope) -> None:
-        await self._write(lambda tx: self._run(tx, "notes/touch", ids=list(ids), **scope.params(), now=utcnow()))
+    async def touch(self, counts: Mapping[str, int], scope: Scope) -> None:
+        """Add to the notes' retrieval counts (id -> times retrieved) and set last_accessed."""
+        hits = [{"id": i, "times": n} for i, n in counts.items()]
+        await self._write(lambda tx: self._run(tx, "notes/touch", hits=hits, **scope.params(), now=utcnow()))
 
     # --- reads ----------------------------------------------------------------------------------
 

@@ -51,7 +51,7 @@ async def test_retrieval_eval_on_tiny_fixture(make_service: Any, cleanup: list[S
     convs = load_locomo(FIXTURE)
     tag = _tag()
     cleanup.extend(scope_for(tag, c.sample_id) for c in convs)
-    cfg = RetrievalConfig(ks=KS, tag=tag)
+    cfg = RetrievalConfig(ks=KS, tag=tag, follows_links=False)  # the ablation: no links at all
     result = await run_retrieval_eval(svc, convs, cfg)
 
     assert not model.calls  # LLM-free
@@ -89,12 +89,12 @@ async def test_retrieval_eval_on_tiny_fixture(make_service: Any, cleanup: list[S
 
 
 @aio
-async def test_follows_links_ablation_expands_one_hop(make_service: Any, cleanup: list[Scope]) -> None:
+async def test_conversation_turns_follow_each_other_and_expand_one_hop(make_service: Any, cleanup: list[Scope]) -> None:
     svc, _ = await make_service()
     convs = load_locomo(FIXTURE)[:1]
     tag = _tag()
     cleanup.append(scope_for(tag, "tiny-1"))
-    result = await run_retrieval_eval(svc, convs, RetrievalConfig(ks=(1, 5), modes=("vector", "links"), follows_links=True, tag=tag))
+    result = await run_retrieval_eval(svc, convs, RetrievalConfig(ks=(1, 5), modes=("vector", "links"), tag=tag))
     info = result["conversations"]["tiny-1"]
     assert info["follows_links"] == 9 and info["links_in_scope"] == 9  # (6 - 1) + (5 - 1) consecutive pairs
     vec, links = result["modes"]["vector"]["overall"], result["modes"]["links"]["overall"]

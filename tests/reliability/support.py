@@ -212,6 +212,11 @@ class TcpProxy:
         instead. The server has done the work; the client never learns the outcome."""
         self._drop_next.set()
 
+    def clear_drops(self) -> None:
+        """Forget drop requests nothing consumed (the ingest may have ended first)."""
+        self._drop_next.clear()
+        self._drop_commit.clear()
+
     def drop_next_commit_reply(self) -> None:
         """Like drop_next_reply, for the reply to the next Bolt COMMIT: the transaction is committed, the
         client gets a connection error instead of the outcome (the driver's IncompleteCommit)."""

@@ -1,7 +1,7 @@
 """Bad input at the Python API, the CLI and the MCP server (REST: test_rest_fuzz.py).
 
 Property: an input is either stored and read back exactly (content as validated: stripped of outer
-whitespace), or refused with InvalidInputError / ValueError (NoteNotFoundError for unknown ids,
+whitespace), or refused with InvalidInputError / pydantic ValidationError (NoteNotFoundError for unknown ids,
 ConflictError for an id another scope owns); never another exception, never half-written.
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, example, given, settings as hsettings, strategies as st
 from mcp import Client
 from pydantic import ValidationError
 
@@ -79,13 +79,22 @@ valid_text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("
     lambda t: t.strip()
 )
 ADD_FIELDS = ["content", "note_id", "metadata", "category", "source_id", "event_time"]
+# Regressions the random search found once (they reached the driver as UnicodeEncodeError, or were coerced)
+_ADD_DEFAULTS = {"content": "ok", "note_id": None, "meta": None, "category": None, "source_id": None, "event_time": None,
+                 "enrich": False}
 
 
-@hsettings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@hsettings(max_examples=EXAMPLES, deadline=None, derandomize=not FULL, suppress_health_check=list(HealthCheck),
+           database=None)
 @given(bad=st.sampled_from([*ADD_FIELDS, "all"]), value=st.one_of(texts, wrong_types), content=valid_text,
        note_id=st.one_of(st.none(), st.from_regex(ID_PATTERN, fullmatch=True)), meta=st.one_of(
            st.none(), st.dictionaries(texts, texts, max_size=3), wrong_types), category=st.one_of(st.none(), texts),
        source_id=st.one_of(st.none(), texts), event_time=st.one_of(st.none(), texts), enrich=st.booleans())
+@example(bad="category", value="\ud800", **_ADD_DEFAULTS)
+@example(bad="category", value=b"bytes", **_ADD_DEFAULTS)
+@example(bad="source_id", value="a\x00b", **_ADD_DEFAULTS)
+@example(bad="category", value="c" * 100_000, **_ADD_DEFAULTS)
+@example(bad="metadata", value="\udfff", **_ADD_DEFAULTS)
 def test_add_stores_exactly_or_refuses(sync_svc: Any, bad: str, value: Any, content: str, note_id: Any, meta: Any,
                                        category: Any, source_id: Any, event_time: Any, enrich: bool) -> None:
     """One field bad (the others valid), or every field random."""
@@ -119,10 +128,13 @@ def test_add_stores_exactly_or_refuses(sync_svc: Any, bad: str, value: Any, cont
         assert _state(svc, scope) == before
 
 
-@hsettings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@hsettings(max_examples=EXAMPLES, deadline=None, derandomize=not FULL, suppress_health_check=list(HealthCheck),
+           database=None)
 @given(query=st.one_of(texts, wrong_types), k=st.one_of(st.none(), st.integers(-5, 1005)),
        mode=st.one_of(st.none(), st.sampled_from(["vector", "links", "hybrid", "LINKS", "", "sql"])),
        tags=st.one_of(st.none(), st.lists(texts, max_size=3)), category=st.one_of(st.none(), texts))
+@example(query="ok", k=None, mode=None, tags=None, category="\ud800")
+@example(query="ok", k=None, mode="hybrid", tags=["x\udfff"], category=None)
 def test_search_answers_or_refuses(sync_svc: Any, query: Any, k: Any, mode: Any, tags: Any, category: Any) -> None:
     from graphmem.store.neo4j_store import SearchFilters
 
@@ -134,7 +146,8 @@ def test_search_answers_or_refuses(sync_svc: Any, query: Any, k: Any, mode: Any,
     assert all(h.note.scope == scope for h in hits)
 
 
-@hsettings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@hsettings(max_examples=EXAMPLES, deadline=None, derandomize=not FULL, suppress_health_check=list(HealthCheck),
+           database=None)
 @given(note_id=ids, user=scope_parts, op=st.sampled_from(["get", "delete", "links", "history", "update", "link"]),
        text=texts, link_type=st.one_of(st.sampled_from(["RELATED_TO", "LOVES", "related_to", ""]), texts),
        strength=st.floats(allow_nan=True, allow_infinity=True))
@@ -179,6 +192,21 @@ def test_minilm_embeds_every_accepted_text(settings: Settings) -> None:
     vectors = make_embedder(settings).embed_documents(accepted)
     assert len(vectors) == len(accepted)
     assert all(len(v) == 384 and all(math.isfinite(x) for x in v) for v in vectors)
+
+
+def test_link_reasons_and_types_are_validated(sync_svc: Any) -> None:
+    svc, scope, _ = sync_svc
+    a = svc.add("Link source topic-1.", scope, enrich=False).note.id
+    b = svc.add("Link target topic-1.", scope, enrich=False).note.id
+    for reason in ("\ud800", "nul\x00", "\x1b[31m", b"bytes", 5):
+        with pytest.raises(InvalidInputError):
+            svc.link(a, b, scope, "SUPPORTS", reason=reason)  # type: ignore[arg-type]
+    for bad_type in ("LOVES", "", "supports ", None):
+        with pytest.raises(InvalidInputError):
+            svc.link(a, b, scope, bad_type, reason="x")  # type: ignore[arg-type]
+    assert svc.links(a, scope) == []
+    made = svc.link(a, b, scope, "SUPPORTS", reason="  MATCH (n) DETACH DELETE n  ")
+    assert made.reason == "MATCH (n) DETACH DELETE n" and [l.target_id for l in svc.links(a, scope)] == [b]
 
 
 def test_ids_of_other_scopes_are_refused_not_revealed(sync_svc: Any) -> None:
@@ -321,15 +349,15 @@ async def test_mcp_tools_refuse_bad_args(make_service: Any, user_scope: Scope, s
     record(
         "bad-input-mcp-cli",
         {
-            "mcp_bad_calls": len(MCP_BAD), "cli_cases": len(CLI_CASES) + 4, "python_api_examples_per_property": EXAMPLES,
+            "mcp_bad_calls": len(MCP_BAD), "cli_cases": len(CLI_CASES) + 8, "python_api_examples_per_property": EXAMPLES,
             "table": {
                 "scenario": "bad input: Python API, CLI, MCP",
                 "injected": "empty, huge, control chars, lone surrogates / invalid UTF-8, Cypher and Lucene syntax, "
                 "wrong types, bad scopes, ids of other scopes",
-                "operations": f"3 hypothesis properties x {EXAMPLES} examples; {len(CLI_CASES) + 4} CLI runs; "
+                "operations": f"3 hypothesis properties x {EXAMPLES} examples (+ regressions); {len(CLI_CASES) + 8} CLI runs; "
                 f"{len(MCP_BAD) + 4} MCP calls",
                 "lost": "0 half-written; 0 unexpected exceptions",
-                "notes": "refused with InvalidInputError/ValueError (CLI exit 2, MCP is_error)",
+                "notes": "refused with InvalidInputError / pydantic ValidationError (CLI exit 2 + message, MCP is_error)",
             },
         },
     )

@@ -30,7 +30,8 @@ from graphmem.local.neo4j_server import LocalNeo4j
 from graphmem.models import Scope
 from graphmem.service.memory import AsyncMemoryService, NoteInput
 from tests.fakes import ScriptedChatModel, amem_responder
-from tests.reliability.support import ClusterEmbedder, TcpProxy, record
+from graphmem.local.process import tail
+from tests.reliability.support import OUT, ClusterEmbedder, TcpProxy, record
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -56,34 +57,61 @@ class Ingest:
         ]
 
     async def run(self) -> None:
-        start = 0
+        start, failures = 0, 0
         while start < self.total:
+            if failures >= 50:  # a chunk that never gets through: report, do not loop
+                self.unexpected.append(f"chunk at {start} failed {failures} times in a row")
+                return
             items = self.items(start)
             try:
                 ids = await self.svc.add_many(items, self.scope)
             except StoreUnavailableError:
                 self.store_errors += 1
-                await self.up.wait()  # resume: the same chunk, the same ids
+                failures += 1
+                await asyncio.wait_for(self.up.wait(), 600)  # resume: the same chunk, the same ids
                 continue
-            except Exception as exc:  # anything else reaching the caller is a failure
+            except Exception as exc:  # noqa: BLE001 - anything else reaching the caller is a failure
                 self.unexpected.append(f"{type(exc).__module__}.{type(exc).__name__}: {exc}")
-                await self.up.wait()
+                failures += 1
+                await asyncio.wait_for(self.up.wait(), 600)
                 continue
             assert ids == [i.note_id for i in items]
             self.acked.extend(ids)
             self.chunk_acked.set()
             start += self.chunk
+            failures = 0
+
+    async def next_ack(self, task: asyncio.Task[None]) -> bool:
+        """Wait for the next acknowledged chunk; False when the ingest is over (never waits forever)."""
+        self.chunk_acked.clear()
+        waiter = asyncio.ensure_future(self.chunk_acked.wait())
+        await asyncio.wait({waiter, task}, timeout=300, return_when=asyncio.FIRST_COMPLETED)
+        waiter.cancel()
+        return self.chunk_acked.is_set() and not task.done()
 
 
 async def search_until_error(svc: AsyncMemoryService, scope: Scope, started: asyncio.Event) -> tuple[BaseException | None, float]:
     """Search in a loop until a search fails; return the error and when it came (perf_counter)."""
-    while True:
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
         try:
             await svc.search("what arrived in the shipment topic-1", scope, k=5, mode="hybrid")
         except BaseException as exc:  # noqa: BLE001 - the test inspects whatever reached the caller
             return exc, time.perf_counter()
         started.set()
         await asyncio.sleep(0)
+    return None, time.perf_counter()
+
+
+async def start_searching(svc: AsyncMemoryService, scope: Scope) -> asyncio.Task[tuple[BaseException | None, float]]:
+    """A search loop that has completed at least one search (so the outage lands during searches)."""
+    started = asyncio.Event()
+    searching = asyncio.create_task(search_until_error(svc, scope, started))
+    waiter = asyncio.ensure_future(started.wait())
+    await asyncio.wait({waiter, searching}, timeout=120, return_when=asyncio.FIRST_COMPLETED)
+    waiter.cancel()
+    assert started.is_set(), f"no search succeeded before the outage: {searching.result() if searching.done() else 'timeout'}"
+    return searching
 
 
 def check_search_error(exc: BaseException | None, uri: str) -> None:
@@ -117,8 +145,8 @@ async def test_connection_loss_mid_ingest_and_mid_search(proxy: TcpProxy, user_s
         task = asyncio.create_task(ingest.run())
         rng = random.Random(7)
         for _ in range(cuts):  # cut at random moments, mostly while a chunk's transaction runs
-            ingest.chunk_acked.clear()
-            await ingest.chunk_acked.wait()
+            if not await ingest.next_ack(task):
+                break
             await asyncio.sleep(rng.uniform(0.0, 0.15))
             up.clear()
             proxy.cut()
@@ -126,14 +154,15 @@ async def test_connection_loss_mid_ingest_and_mid_search(proxy: TcpProxy, user_s
             proxy.resume()
             up.set()
         for n in range(drops):  # lose a reply mid-chunk; every other time the reply to a COMMIT
-            ingest.chunk_acked.clear()
-            await ingest.chunk_acked.wait()
+            if not await ingest.next_ack(task):
+                break
             if n % 2:
                 proxy.drop_next_commit_reply()
             else:
                 await asyncio.sleep(rng.uniform(0.0, 0.1))
                 proxy.drop_next_reply()
         await asyncio.wait_for(task, timeout=300)
+        proxy.clear_drops()
 
         assert ingest.unexpected == []
         assert len(ingest.acked) == total
@@ -146,9 +175,7 @@ async def test_connection_loss_mid_ingest_and_mid_search(proxy: TcpProxy, user_s
 
         # A long outage during searches: a clear StoreUnavailableError (after the driver's retry budget),
         # then the SAME service object works once the server is back.
-        started = asyncio.Event()
-        searching = asyncio.create_task(search_until_error(svc, user_scope, started))
-        await asyncio.wait_for(started.wait(), 60)
+        searching = await start_searching(svc, user_scope)
         cut_at = time.perf_counter()
         proxy.cut()
         exc, failed_at = await asyncio.wait_for(searching, 120)
@@ -184,26 +211,27 @@ async def test_connection_loss_mid_ingest_and_mid_search(proxy: TcpProxy, user_s
 CRASH_PASSWORD = "reliability-crash-pw"
 
 
-def _port(preferred: int) -> int:
+def _free_port() -> int:
+    """A port free now. Not a fixed one: CI runs and other checkouts start their own servers
+    (e.g. on 17687) on the same machine."""
     with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", preferred))
-            return preferred
-        except OSError:
-            s.bind(("127.0.0.1", 0))
-            return int(s.getsockname()[1])
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
 def crash_server(settings: Settings) -> Iterator[LocalNeo4j]:
-    """A password-protected Neo4j on bolt 17687 / http 17474 (or free ports), fresh data, shared jars."""
+    """A password-protected Neo4j on free ports, fresh data, the session's jars."""
     local = LocalNeo4j(settings)
     if shutil.which("java") is None or not local.dist.complete():
         pytest.skip("java and the fetched Neo4j jars are needed for a second server")
+    bolt, http = _free_port(), _free_port()
+    while http == bolt:
+        http = _free_port()
     crash_settings = settings.model_copy(
         update={
-            "neo4j_uri": f"bolt://127.0.0.1:{_port(17687)}",
-            "neo4j_http_port": _port(17474),
+            "neo4j_uri": f"bolt://127.0.0.1:{bolt}",
+            "neo4j_http_port": http,
             "neo4j_username": "neo4j",
             "neo4j_password": SecretStr(CRASH_PASSWORD),
             "neo4j_heap": "512m",
@@ -218,13 +246,19 @@ def crash_server(settings: Settings) -> Iterator[LocalNeo4j]:
         yield server
     finally:
         server.stop()
+        keep = OUT / "crash-server-logs"  # the server's own account of the crashes and recoveries
+        shutil.rmtree(keep, ignore_errors=True)
+        keep.mkdir(parents=True, exist_ok=True)
+        for log in (server.console_log, server.dir / "logs" / "debug.log", server.dir / "logs" / "neo4j.log"):
+            if log.exists():
+                shutil.copy(log, keep / log.name)
         shutil.rmtree(server.dir, ignore_errors=True)
 
 
 def sigkill(server: LocalNeo4j) -> int:
     """SIGKILL this instance's java process (by its own pid file), as a crash would."""
     pid = server.pid()
-    assert pid is not None
+    assert pid is not None, f"the server is not running before the kill:\n{tail(server.console_log, 30)}"
     os.kill(pid, signal.SIGKILL)
     deadline = time.monotonic() + 30
     while server.pid() is not None and time.monotonic() < deadline:
@@ -273,8 +307,7 @@ async def test_sigkill_mid_ingest_then_stop_mid_search(crash_server: LocalNeo4j)
         killed_at: list[int] = []
         for k in range(kills):
             while len(ingest.acked) < (k + 1) * total // (kills + 2):
-                ingest.chunk_acked.clear()
-                await ingest.chunk_acked.wait()
+                assert await ingest.next_ack(task), ingest.unexpected[-3:]
             await asyncio.sleep(rng.uniform(0.0, 0.3))  # land inside a chunk's transaction
             up.clear()
             killed_at.append(len(ingest.acked))
@@ -292,9 +325,7 @@ async def test_sigkill_mid_ingest_then_stop_mid_search(crash_server: LocalNeo4j)
 
         # Graceful stop during searches, twice: a clear error each time, the same service afterwards.
         for _ in range(2):
-            started = asyncio.Event()
-            searching = asyncio.create_task(search_until_error(svc, scope, started))
-            await asyncio.wait_for(started.wait(), 120)
+            searching = await start_searching(svc, scope)
             t0 = time.perf_counter()
             up.clear()
             await asyncio.to_thread(crash_server.stop)

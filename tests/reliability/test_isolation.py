@@ -124,7 +124,8 @@ OPS = ["search", "ask", "add", "update", "repair", "export", "link_other", "get_
        "history_other", "lg_search", "lg_get", "lg_put", "lg_list"]
 
 
-@hsettings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@hsettings(max_examples=EXAMPLES, deadline=None, derandomize=not FULL, suppress_health_check=list(HealthCheck),
+           database=None)
 @given(ops=st.lists(st.tuples(st.sampled_from(OPS), st.sampled_from(TEXTS + ["vault code", "Alice", "x"]),
                               st.sampled_from(["vector", "links", "hybrid"]), st.integers(1, 20), st.integers(0, 10**6)),
                     min_size=1, max_size=4))

@@ -28,8 +28,8 @@ from tests.reliability.support import percentile, record, rss_bytes
 KEY = "load-key-0123456789abcdef-xyz"
 ROOT = Path(__file__).resolve().parents[2]
 SIZES = [
-    pytest.param({"seconds": 15, "clients": 3, "warmup": 5, "rss_bound_mb": 150}, id="ci"),
-    pytest.param({"seconds": 180, "clients": 6, "warmup": 20, "rss_bound_mb": 150}, id="full", marks=pytest.mark.slow),
+    pytest.param({"seconds": 15, "clients": 3, "warmup": 5, "rss_bound_mb": 64}, id="ci"),
+    pytest.param({"seconds": 180, "clients": 6, "warmup": 20, "rss_bound_mb": 64}, id="full", marks=pytest.mark.slow),
 ]
 WORDS = ("alice bob lisbon tea coffee project deadline friday bicycle repair nurse sister vault garden piano "
          "train paris meeting budget report holiday recipe soup marathon doctor").split()

@@ -8,8 +8,21 @@ import pytest
 
 from graphmem.config import Settings
 from graphmem.errors import InvalidInputError
-from graphmem.evaluation.locomo import load_locomo, note_id, parse_evidence, parse_sessions, select, turn_inputs
-from graphmem.evaluation.qa import NOT_MENTIONED, QAConfig, derive_tag, full_context, instructions_for
+from graphmem.evaluation.locomo import (
+    load_locomo,
+    note_id,
+    parse_evidence,
+    parse_sessions,
+    select,
+    turn_inputs,
+)
+from graphmem.evaluation.qa import (
+    NOT_MENTIONED,
+    QAConfig,
+    derive_tag,
+    full_context,
+    instructions_for,
+)
 from graphmem.service.text import parse_event_time
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "locomo_tiny.json"
@@ -56,7 +69,7 @@ def test_turn_inputs_one_note_per_turn(convs: list) -> None:
     assert first.event_time == "1:56 pm on 8 May, 2023"
     assert items[6].event_time == "10:04 am on 20 June, 2023"
     assert first.source_id == "D1:1" and first.category is None
-    parsed, text = parse_event_time(first.event_time)
+    parsed, _text = parse_event_time(first.event_time)
     assert parsed is not None and (parsed.year, parsed.month, parsed.day, parsed.hour) == (2023, 5, 8, 13)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import pytest
 
@@ -98,7 +99,7 @@ def test_aggregate_by_category_and_overall_modes() -> None:
 class _Vectors:
     """A tiny embedder: fixed vectors per text."""
 
-    table = {"a": [1.0, 0.0], "b": [0.0, 1.0], "c": [1.0, 1.0]}
+    table: ClassVar[dict[str, list[float]]] = {"a": [1.0, 0.0], "b": [0.0, 1.0], "c": [1.0, 1.0]}
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         return [self.table[t] for t in texts]

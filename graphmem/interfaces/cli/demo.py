@@ -51,7 +51,7 @@ def demo(
 
 async def _run(settings: Any, browser_url: str) -> dict[str, Any]:
     from graphmem.demo.sample import BROWSER_QUERY, CONVERSATION, QUESTIONS, as_note_text
-    from graphmem.models import Scope, Usage
+    from graphmem.models import FOLLOWS_REASON, Scope, Usage
     from graphmem.service.memory import AsyncMemoryService
 
     chat_model = None
@@ -77,11 +77,16 @@ async def _run(settings: Any, browser_url: str) -> dict[str, Any]:
     per_note: list[float] = []
     async with await AsyncMemoryService.create(settings, chat_model=chat_model) as svc:
         console.rule(f"[bold]Ingesting {len(CONVERSATION)} turns into scope {scope}")
+        previous: tuple[int, str] | None = None  # (session, note id): each turn FOLLOWS the one before it
         for i, turn in enumerate(CONVERSATION, 1):
             text = as_note_text(turn)
             started = time.perf_counter()
+            after = previous[1] if previous and previous[0] == turn.session else None
             with console.status(f"note {i}/{len(CONVERSATION)}: construct, link, evolve ..."):
-                result = await svc.add(text, scope, event_time=turn.date, source_id=f"S{turn.session}:{i}")
+                result = await svc.add(
+                    text, scope, event_time=turn.date, source_id=f"S{turn.session}:{i}", follows=after
+                )
+            previous = (turn.session, result.note.id)
             per_note.append(time.perf_counter() - started)
             total.add(result.usage)
             ingest.add(result.usage)
@@ -127,10 +132,12 @@ async def _run(settings: Any, browser_url: str) -> dict[str, Any]:
                             "output_tokens": res.usage.output_tokens})
 
     calls_per_note = ingest.llm_calls / len(CONVERSATION)
+    llm_links = sum(1 for l in links_out if l["type"] != "FOLLOWS" or l["reason"] != FOLLOWS_REASON)
     console.rule("[bold]Summary")
     ordered = sorted(per_note)
     console.print(
-        f"{len(CONVERSATION)} notes, {len(links_out)} typed links, {len(evolved_out)} neighbour evolutions; "
+        f"{len(CONVERSATION)} notes, {llm_links} typed links chosen by the LLM (+{len(links_out) - llm_links} FOLLOWS "
+        f"between consecutive turns), {len(evolved_out)} neighbour evolutions; "
         f"{ingest.llm_calls} LLM calls to ingest ({calls_per_note:.1f} per note), {total.repairs} of all calls "
         f"needed repair; median {ordered[len(ordered) // 2]:.1f} s per note"
     )
@@ -141,6 +148,7 @@ async def _run(settings: Any, browser_url: str) -> dict[str, Any]:
         "scope": str(scope),
         "notes": len(CONVERSATION),
         "links": links_out,
+        "llm_links": llm_links,
         "evolved": evolved_out,
         "answers": answers,
         "llm_calls": total.llm_calls,

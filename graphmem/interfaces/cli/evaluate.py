@@ -9,7 +9,14 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from graphmem.interfaces.cli import app
 from graphmem.interfaces.cli.common import JsonOpt, console, print_json
@@ -145,8 +152,12 @@ def retrieval_cmd(
     ks: Annotated[str, typer.Option("--ks", help="k values, comma-separated")] = "1,5,10,20,40,50",
     modes: Annotated[str, typer.Option("--modes", help="vector,links,hybrid,dense,full")] = "vector,links,hybrid,dense,full",
     follows_links: Annotated[
-        bool, typer.Option("--follows-links", help="ABLATION: link each turn to the previous one of its session (FOLLOWS)")
-    ] = False,
+        bool,
+        typer.Option(
+            "--follows-links/--no-follows-links",
+            help="each turn FOLLOWS the previous one of its session, as a conversation is stored (off: ablation)",
+        ),
+    ] = True,
     reuse_tag: Annotated[
         str | None, typer.Option("--reuse-tag", help="evaluate existing scopes locomo-<tag>-<sample> (e.g. enriched by `eval locomo`)")
     ] = None,
@@ -158,7 +169,11 @@ def retrieval_cmd(
     from graphmem.errors import InvalidInputError
     from graphmem.evaluation.locomo import parse_sessions
     from graphmem.evaluation.report import write_outputs
-    from graphmem.evaluation.retrieval import ALL_MODES, RetrievalConfig, run_retrieval_eval
+    from graphmem.evaluation.retrieval import (
+        ALL_MODES,
+        RetrievalConfig,
+        run_retrieval_eval,
+    )
     from graphmem.service.memory import AsyncMemoryService
 
     mode_list = tuple(m.strip() for m in modes.split(",") if m.strip())

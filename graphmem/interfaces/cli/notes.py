@@ -69,6 +69,9 @@ def add(
     event_time: Annotated[str | None, typer.Option("--time", help="when it happened (ISO or free text)")] = None,
     dedupe: Annotated[bool, typer.Option(help="reuse a note with the same content")] = False,
     raw: Annotated[bool, typer.Option("--raw", help="no LLM calls: store and embed only")] = False,
+    follows: Annotated[
+        str | None, typer.Option("--follows", help="id of the previous conversation turn (FOLLOWS link)")
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Add a memory: construct the note, link it, evolve its neighbours."""
@@ -77,7 +80,7 @@ def add(
     result = run_service(
         lambda svc: svc.add(
             text, scope, note_id=note_id, event_time=event_time, dedupe_content=dedupe,
-            enrich=False if raw else None,
+            enrich=False if raw else None, follows=follows,
         )
     )
     if as_json:
@@ -92,8 +95,10 @@ def search(
     user: UserOpt = "default",
     agent: AgentOpt = "default",
     run: RunOpt = "default",
-    k: Annotated[int, typer.Option("-k", help="number of primary hits")] = 10,
-    mode: Annotated[str, typer.Option(help="vector | links | hybrid")] = "links",
+    k: Annotated[int | None, typer.Option("-k", help="number of primary hits (default GRAPHMEM_SEARCH_K)")] = None,
+    mode: Annotated[
+        str | None, typer.Option(help="vector | links | hybrid (default GRAPHMEM_SEARCH_MODE)")
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Search the scope's notes; linked notes are expanded one hop."""

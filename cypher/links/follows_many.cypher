@@ -1,4 +1,5 @@
-// Bulk FOLLOWS links inside one scope (benchmark links; the LoCoMo "consecutive turns" ablation).
+// Bulk FOLLOWS links inside one scope: each conversation turn follows the one before it (bulk import,
+// the LoCoMo ingest, benchmark chains). Pairs whose notes are not both in the scope create nothing.
 // Params: $pairs (list of {source_id, target_id}: source happens after target), scope, $now, $reason,
 // $strength. Returns: created (links written or refreshed).
 UNWIND $pairs AS p

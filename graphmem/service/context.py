@@ -1,0 +1,89 @@
+"""The answer context: which retrieved notes fit a token budget, and how they are written for the LLM.
+
+Notes are chosen in rank order (the search's judgement of relevance) and written in time order,
+grouped under one header per date: a conversation turn carries its session date, and repeating
+"[1:56 pm on 8 May, 2023]" on every line cost about a quarter of the context for nothing. Time
+order also lets the model read a sequence of events as one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from graphmem.models import Note
+from graphmem.tokens import count_tokens
+
+_UNDATED = ""
+_EPOCH = datetime(1, 1, 1, tzinfo=timezone.utc)
+
+
+@dataclass(frozen=True)
+class Context:
+    text: str
+    used: list[int]  # indexes into the notes given, in rank order
+    tokens: int
+
+
+def when(note: Note) -> str:
+    """The date label of a note: its event time as the user gave it, else the ISO date."""
+    if note.event_time_text:
+        return note.event_time_text
+    return note.event_time.strftime("%Y-%m-%d") if note.event_time else _UNDATED
+
+
+def note_line(note: Note) -> str:
+    extra = f" (context: {note.context})" if note.context else ""
+    return f"- {note.content}{extra}"
+
+
+def _header(label: str) -> str:
+    return f"[{label}]"
+
+
+def render(notes: Sequence[Note]) -> str:
+    """Notes in time order, one header per date (undated notes first, without a header)."""
+
+    def key(n: Note) -> tuple[datetime, datetime]:
+        ev = n.event_time or _EPOCH
+        return (ev if ev.tzinfo else ev.replace(tzinfo=timezone.utc), n.created_at)
+
+    lines: list[str] = []
+    current: str | None = None
+    for n in sorted(notes, key=key):
+        label = when(n)
+        if label != current and label != _UNDATED:
+            lines.append(_header(label))
+        current = label
+        lines.append(note_line(n))
+    return "\n".join(lines)
+
+
+def build_context(
+    notes: Sequence[Note], budget: int | None = None, *, count: Callable[[str], int] = count_tokens
+) -> Context:
+    """The notes that fit ``budget`` tokens (all when None), taken in rank order, and their text.
+
+    A note that would overflow is skipped, so a shorter later one may still fit. The cost of a note
+    is its line plus, for the first note of a date, that date's header.
+    """
+    chosen: list[int] = []
+    labels: set[str] = set()
+    spent = 0
+    for i, n in enumerate(notes):
+        label = when(n)
+        cost = count(note_line(n)) + (count(_header(label)) if label != _UNDATED and label not in labels else 0)
+        if budget is not None and spent + cost > budget:
+            continue
+        chosen.append(i)
+        labels.add(label)
+        spent += cost
+    text = render([notes[i] for i in chosen])
+    tokens = count(text)
+    # The estimate is a sum of parts; the text as a whole may count a little differently.
+    while budget is not None and tokens > budget and chosen:
+        chosen.pop()
+        text = render([notes[i] for i in chosen])
+        tokens = count(text)
+    return Context(text=text, used=chosen, tokens=tokens)
