@@ -223,11 +223,11 @@ class AsyncMemoryService:
     ) -> tuple[list[Link], list[tuple[Note, dict[str, Any]]]]:
         """Keep only proposals that target shown neighbours with known types (never stored otherwise)."""
         shown = {n.id: n for n in neighbours}
-        by_loose = {n.id.strip().lower(): n.id for n in neighbours}
+        by_loose = {_loose_id(n.id): n.id for n in neighbours}
         links: dict[str, Link] = {}
         if self.settings.enable_links:
             for p in decision.links:
-                target = by_loose.get(p.target_id.strip().lower())
+                target = by_loose.get(_loose_id(p.target_id))
                 if target is None:
                     rejected.append(f"link to unknown id {p.target_id[:40]!r}")
                     continue
@@ -243,7 +243,7 @@ class AsyncMemoryService:
         updates: dict[str, tuple[Note, dict[str, Any]]] = {}
         if self.settings.enable_evolution:
             for u in decision.neighbour_updates:
-                target = by_loose.get(u.note_id.strip().lower())
+                target = by_loose.get(_loose_id(u.note_id))
                 if target is None:
                     rejected.append(f"update of unknown id {u.note_id[:40]!r}")
                     continue
@@ -711,6 +711,13 @@ class AsyncMemoryService:
         answer = await self.llm.text(answer_messages(question, ctx.text or "(no notes)", instructions), usage)
         usage.total_seconds = time.perf_counter() - started
         return AskResult(question=question, answer=answer.strip(), notes=used, context_tokens=ctx.tokens, usage=usage)
+
+
+def _loose_id(text: str) -> str:
+    """An id as a small model may echo it: quoted, in another case, or with the prompt's "id:" label.
+    Only exact matches of a shown id survive this, so nothing unshown can be reached."""
+    text = text.strip().strip("\"'`[]<>").strip().lower()
+    return text[3:].strip() if text.startswith("id:") else text
 
 
 def _checked_filters(filters: SearchFilters) -> SearchFilters:

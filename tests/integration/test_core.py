@@ -97,6 +97,27 @@ async def test_hallucinated_id_and_unknown_type_are_rejected(make_service: Any, 
     assert a.note.id in {l.target_id for l in b.links}
 
 
+async def test_ids_echoed_with_the_prompt_label_are_matched_exactly(make_service: Any, scope: Scope) -> None:
+    """Small models echo "id: <id>" or quote it; that still names exactly one shown id. A near miss does not."""
+    base = amem_responder(evolve=False)
+
+    def respond(messages: list[BaseMessage]) -> AIMessage:
+        if step_of(messages) != "evolve":
+            return base(messages)
+        real = shown_ids(messages)[0]
+        return tool_reply("EvolutionDecision", {
+            "links": [{"target_id": f"id:{real}x", "type": "RELATED_TO", "reason": "near miss", "strength": 0.5},
+                      {"target_id": f"'ID: {real.upper()}'", "type": "SUPPORTS", "reason": "label", "strength": 0.7}],
+            "neighbour_updates": [],
+        })
+
+    svc, _ = await make_service(respond)
+    a = await svc.add("Jon lost his job as a banker.", scope)
+    b = await svc.add("Jon opened a dance studio after losing his banking job.", scope)
+    assert [(l.type.value, l.target_id) for l in b.links] == [("SUPPORTS", a.note.id)]
+    assert len(b.rejected) == 1 and f"{a.note.id}x" in b.rejected[0]
+
+
 async def test_no_cross_scope_neighbours_or_hits(make_service: Any, scope: Scope, graph: Any) -> None:
     svc, model = await make_service()
     other = Scope(user_id=scope.user_id + "-other")
