@@ -160,6 +160,11 @@ class BenchConfig:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+def bench_id(scope: Scope, i: int) -> str:
+    """Note ids are global in Neo4j: derived from the scope, so two bench scopes never collide."""
+    return f"{scope.user_id}-{i:08d}"
+
+
 async def _drain(svc: AsyncMemoryService) -> None:
     """Write search's retrieval statistics outside the timed region."""
     await svc.flush()
@@ -256,19 +261,34 @@ async def run_bench(svc: AsyncMemoryService, cfg: BenchConfig, *, report: Report
             before = {name: dir_size(p) for name, p in dirs.items()}
             texts = sentences(cfg.seed, have, new)
             items = [
-                NoteInput(content=t, note_id=f"bench{cfg.seed}-{have + i:08d}", source_id=str(have + i))
+                NoteInput(content=t, note_id=bench_id(scope, have + i), source_id=str(have + i))
                 for i, t in enumerate(texts)
             ]
             say(f"size {size}: importing {new} notes")
             timed_embedder.seconds = 0.0
+            store_s = 0.0
+            store_add_many = svc.store.add_many
+
+            async def timed_store_add(*args: Any, **kwargs: Any) -> Any:
+                nonlocal store_s
+                t = time.perf_counter()
+                try:
+                    return await store_add_many(*args, **kwargs)
+                finally:
+                    store_s += time.perf_counter() - t
+
+            svc.store.add_many = timed_store_add  # type: ignore[method-assign]
             t0 = time.perf_counter()
-            await svc.add_many(items, scope, batch_size=cfg.batch_size)
+            try:
+                await svc.add_many(items, scope, batch_size=cfg.batch_size)
+            finally:
+                del svc.store.add_many  # back to the class's method
             import_s = time.perf_counter() - t0
             embed_s = timed_embedder.seconds
             links_s = 0.0
             links = 0
             if cfg.links:
-                pairs = [(f"bench{cfg.seed}-{i:08d}", f"bench{cfg.seed}-{i - 1:08d}") for i in range(max(have, 1), size)]
+                pairs = [(bench_id(scope, i), bench_id(scope, i - 1)) for i in range(max(have, 1), size)]
                 t0 = time.perf_counter()
                 links = await bq.follows_links(pairs, scope, reason="bench chain")
                 links_s = time.perf_counter() - t0
@@ -279,8 +299,8 @@ async def run_bench(svc: AsyncMemoryService, cfg: BenchConfig, *, report: Report
                 "seconds": import_s,
                 "notes_per_s": new / import_s if import_s else None,
                 "embed_seconds": embed_s,
-                "store_seconds": import_s - embed_s,
-                "store_notes_per_s": new / (import_s - embed_s) if import_s > embed_s else None,
+                "store_seconds": store_s,  # embedding and writing overlap, so these add up to more than seconds
+                "store_notes_per_s": new / store_s if store_s else None,
                 "embed_notes_per_s": new / embed_s if embed_s else None,
                 "links": links,
                 "links_seconds": links_s,
@@ -319,6 +339,9 @@ async def run_bench(svc: AsyncMemoryService, cfg: BenchConfig, *, report: Report
             async def links_emb(i: int) -> int:
                 return len(await svc.search(query_texts[i % nq], scope, k=cfg.k, mode="links", query_embedding=query_vecs[i % nq]))
 
+            async def hybrid_emb(i: int) -> int:  # the default mode: vector and full-text at once, + one hop
+                return len(await svc.search(query_texts[i % nq], scope, k=cfg.k, mode="hybrid", query_embedding=query_vecs[i % nq]))
+
             async def links_text(i: int) -> int:
                 return len(await svc.search(query_texts[i % nq], scope, k=cfg.k, mode="links"))
 
@@ -335,6 +358,7 @@ async def run_bench(svc: AsyncMemoryService, cfg: BenchConfig, *, report: Report
                     "vector_with_embedding": vec_text,
                     "links": links_emb,
                     "links_with_embedding": links_text,
+                    "hybrid": hybrid_emb,
                     "index_ids_only": bare,
                 },
                 cfg.repetitions,
@@ -407,7 +431,7 @@ def targets(results: Sequence[dict[str, Any]], k: int) -> dict[str, Any]:
         "vector_p50_ms<=2": (at["vector"]["p50_ms"], lambda v: v <= 2.0),
         "links_p50_ms<=4": (at["links"]["p50_ms"], lambda v: v <= 4.0),
         "speedup_vs_brute_force>=100": (at.get("speedup_vs_brute_force"), lambda v: v >= 100),
-        "import_notes_per_s>=500": (min(r["import"]["notes_per_s"] or 0 for r in results), lambda v: v >= 500),
+        "import_notes_per_s>=500": (at["import"]["notes_per_s"], lambda v: v >= 500),
     }
     for name, (value, ok) in checks.items():
         out[name] = {"value": value, "met": bool(value is not None and ok(value))}

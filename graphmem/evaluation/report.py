@@ -135,8 +135,8 @@ def bench_markdown(result: dict[str, Any]) -> str:
         "",
         "## Latency, p50 / p95 ms",
         "",
-        "| notes | vector | vector (query text) | vector + 1 hop | + 1 hop (query text) | bare index, ids | exact NumPy | brute-force Cypher | speed-up vs brute force |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| notes | vector | vector (query text) | vector + 1 hop | + 1 hop (query text) | hybrid + 1 hop (default) | bare index, ids | exact NumPy | brute-force Cypher | speed-up vs brute force |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     def pp(r: dict[str, Any], key: str) -> str:
         return f"{_f(r[key]['p50_ms'])} / {_f(r[key]['p95_ms'])}"
@@ -144,7 +144,7 @@ def bench_markdown(result: dict[str, Any]) -> str:
     for r in result["sizes"]:
         lines.append(
             f"| {r['size']:,} | {pp(r, 'vector')} | {pp(r, 'vector_with_embedding')} | {pp(r, 'links')} | "
-            f"{pp(r, 'links_with_embedding')} | {pp(r, 'index_ids_only')} | {pp(r, 'numpy_exact')} | "
+            f"{pp(r, 'links_with_embedding')} | {pp(r, 'hybrid') if 'hybrid' in r else '-'} | {pp(r, 'index_ids_only')} | {pp(r, 'numpy_exact')} | "
             f"{pp(r, 'brute_force_cypher')} | {_f(r.get('speedup_vs_brute_force'), 1, 0)}x |"
         )
     lines += ["", "## Recall, import, disk", "",

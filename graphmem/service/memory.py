@@ -444,14 +444,27 @@ class AsyncMemoryService:
                 raise InvalidInputError(f"item {i}: {exc}") from None
         pairs = await self._follows_pairs(items, notes, scope)
         variant = self.settings.embed_text_variant
+        chunks = [notes[start : start + batch_size] for start in range(0, len(notes), batch_size)]
         done = 0
-        for start in range(0, len(notes), batch_size):
-            chunk = notes[start : start + batch_size]
-            vectors = await self._embed([embed_text(n, variant) for n in chunk])
-            await self.store.add_many(chunk, vectors, variant)
-            done += len(chunk)
-            if progress is not None:
-                progress(done, len(notes))
+        # Embed chunk i+1 (a worker thread; onnxruntime releases the GIL) while chunk i is written:
+        # the two overlap instead of taking turns.
+        next_vectors = asyncio.ensure_future(self._embed([embed_text(n, variant) for n in chunks[0]])) if chunks else None
+        try:
+            for i, chunk in enumerate(chunks):
+                assert next_vectors is not None
+                vectors = await next_vectors
+                next_vectors = (
+                    asyncio.ensure_future(self._embed([embed_text(n, variant) for n in chunks[i + 1]]))
+                    if i + 1 < len(chunks)
+                    else None
+                )
+                await self.store.add_many(chunk, vectors, variant)
+                done += len(chunk)
+                if progress is not None:
+                    progress(done, len(notes))
+        finally:
+            if next_vectors is not None and not next_vectors.done():
+                next_vectors.cancel()
         if pairs:  # after all notes, so a turn may follow one later in the batch; MERGE: a rerun repairs
             await self.store.add_follows(pairs, scope)
         return [n.id for n in notes]
@@ -648,13 +661,18 @@ class AsyncMemoryService:
         usage = usage or Usage()
         vec = list(query_embedding) if query_embedding is not None else await self._embed_query(query, usage)
         t0 = time.perf_counter()
-        vector_hits = await self.store.vector_search(
-            vec, scope, k, filters=filters, over_fetch=self.settings.over_fetch_ratio
-        )
-        hits = [SearchHit(note=n, score=s, found_by=["vector"]) for n, s in vector_hits]
-        if mode == "hybrid":
-            text_hits = await self.store.fulltext_search(query, scope, k, filters=filters)
-            hits = _rrf(hits, [SearchHit(note=n, score=s, found_by=["fulltext"]) for n, s in text_hits], k)
+        vector_search = self.store.vector_search(vec, scope, k, filters=filters, over_fetch=self.settings.over_fetch_ratio)
+        if mode == "hybrid":  # both queries at once: Neo4j serves them on two threads
+            vector_hits, text_hits = await asyncio.gather(
+                vector_search, self.store.fulltext_search(query, scope, k, filters=filters)
+            )
+            hits = _rrf(
+                [SearchHit(note=n, score=s, found_by=["vector"]) for n, s in vector_hits],
+                [SearchHit(note=n, score=s, found_by=["fulltext"]) for n, s in text_hits],
+                k,
+            )
+        else:
+            hits = [SearchHit(note=n, score=s, found_by=["vector"]) for n, s in await vector_search]
         if mode in ("links", "hybrid") and self.settings.links_per_hit > 0:
             hits = await self._expand(hits, scope)
         usage.store_seconds += time.perf_counter() - t0

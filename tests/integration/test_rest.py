@@ -140,6 +140,19 @@ async def test_notes_crud_links_history(api: Any, scope: Scope) -> None:
     assert (await client.get(f"/v1/notes/{second_id}/links")).json()["links"] == []
 
 
+async def test_conversation_turn_follows_the_previous_one(api: Any, scope: Scope) -> None:
+    client, _ = api
+    first = await client.post("/v1/notes", json={"content": "Ada adopted a kitten.", "note_id": "turn-1"})
+    assert first.status_code == 201, first.text
+    turn = await client.post("/v1/notes", json={"content": "Its name is Pixel.", "follows": "turn-1"})
+    assert turn.status_code == 201, turn.text
+    assert ("turn-1", "FOLLOWS") in [(l["target_id"], l["type"]) for l in turn.json()["links"]]
+    before = (await client.get("/v1/notes")).json()["total"]
+    lost = await client.post("/v1/notes", json={"content": "x", "follows": "no-such-turn"})
+    assert lost.status_code == 404 and "no-such-turn" in lost.json()["error"]["message"]
+    assert (await client.get("/v1/notes")).json()["total"] == before  # nothing written
+
+
 async def test_search_and_ask(api: Any) -> None:
     client, _ = api
     for text in ("Gina's bakery sells sourdough bread on Sundays.", "Jon opened a dance studio downtown."):
