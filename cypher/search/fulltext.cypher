@@ -1,15 +1,23 @@
 // Full-text (Lucene, English analyzer) hits within one scope. $lucene is built by the store from escaped
-// terms. Params: $lucene, $fetch_k, $k, scope, $tags_any, $category, $since, $until.
+// terms. The index spans every scope and cannot filter, so, as for vector search, the store grows
+// $fetch_k while fewer than $k of the rows it gave belong to the scope (other tenants' notes may
+// outrank all of this scope's). queryNodes yields rows best first.
+// Params: $lucene, $fetch_k, $k, scope, $tags_any, $category, $since, $until.
+// Returns one row: fetched (rows the index gave), hits (list of {score, note}).
 // Temporal properties come back as ISO-8601 strings (the driver's DateTime hydration is slow); the store parses them.
 CALL db.index.fulltext.queryNodes('note_text', $lucene, {limit: $fetch_k}) YIELD node, score
-WHERE node.user_id = $user_id AND node.agent_id = $agent_id AND node.run_id = $run_id
-  AND ($tags_any IS NULL OR any(t IN node.tags WHERE t IN $tags_any))
-  AND ($category IS NULL OR node.category = $category)
-  AND ($since IS NULL OR node.event_time >= $since)
-  AND ($until IS NULL OR node.event_time <= $until)
-RETURN score, node {.id, .content, .user_id, .agent_id, .run_id, event_time: toString(node.event_time),
-  .event_time_text, created_at: toString(node.created_at), updated_at: toString(node.updated_at), .keywords,
-  .tags, .context, .category, .source_id, .metadata_json, .enrichment, .retrieval_count,
-  last_accessed: toString(node.last_accessed), .version} AS note
-ORDER BY score DESC
-LIMIT $k
+WITH collect({node: node, score: score}) AS rows
+WITH size(rows) AS fetched, [r IN rows WHERE
+  r.node.user_id = $user_id AND r.node.agent_id = $agent_id AND r.node.run_id = $run_id
+  AND ($tags_any IS NULL OR any(t IN r.node.tags WHERE t IN $tags_any))
+  AND ($category IS NULL OR r.node.category = $category)
+  AND ($since IS NULL OR r.node.event_time >= $since)
+  AND ($until IS NULL OR r.node.event_time <= $until)][0..$k] AS kept
+RETURN fetched, [r IN kept | {score: r.score, note: {id: r.node.id, content: r.node.content,
+  user_id: r.node.user_id, agent_id: r.node.agent_id, run_id: r.node.run_id,
+  event_time: toString(r.node.event_time), event_time_text: r.node.event_time_text,
+  created_at: toString(r.node.created_at), updated_at: toString(r.node.updated_at),
+  keywords: r.node.keywords, tags: r.node.tags, context: r.node.context, category: r.node.category,
+  source_id: r.node.source_id, metadata_json: r.node.metadata_json, enrichment: r.node.enrichment,
+  retrieval_count: r.node.retrieval_count, last_accessed: toString(r.node.last_accessed),
+  version: r.node.version}}] AS hits

@@ -44,6 +44,7 @@ log = logging.getLogger(__name__)
 _LUCENE_SPECIAL = re.compile(r'([+\-&|!(){}\[\]^"~*?:\\/])')
 _WORD = re.compile(r"\w+", re.UNICODE)
 _MAX_FETCH = 4096  # above this, the exact in-scope scan is cheaper than a bigger ANN over-fetch
+_MAX_FETCH_TEXT = 65536  # full-text rows fetched at most to find k of one scope
 
 
 def content_sha(content: str) -> str:
@@ -621,14 +622,21 @@ class Neo4jNoteStore:
         if lucene is None or k <= 0:
             return []
         f = (filters or SearchFilters()).params()
-        try:
-            rows = await self._query(
-                "search/fulltext", lucene=lucene, fetch_k=k * over_fetch * 4, k=k, **scope.params(), **f
-            )
-        except ClientError as exc:  # a query Lucene still cannot parse: no full-text hits, not a crash
-            log.warning("full-text query rejected: %s", exc.code)
-            return []
-        return [(note_from_record(r["note"]), float(r["score"])) for r in rows]
+        fetch_k = k * over_fetch * 4
+        while True:
+            try:
+                rows = await self._query(
+                    "search/fulltext", lucene=lucene, fetch_k=fetch_k, k=k, **scope.params(), **f
+                )
+            except ClientError as exc:  # a query Lucene still cannot parse: no full-text hits, not a crash
+                log.warning("full-text query rejected: %s", exc.code)
+                return []
+            hits = rows[0]["hits"]
+            # Enough hits, the index has no more matches, or so many other-scope matches that a
+            # bigger fetch costs more than the hits are worth (vector search still covers the scope).
+            if len(hits) >= k or rows[0]["fetched"] < fetch_k or fetch_k >= _MAX_FETCH_TEXT:
+                return [(note_from_record(h["note"]), float(h["score"])) for h in hits]
+            fetch_k *= 4
 
     async def expand_links(
         self, ids: Sequence[str], scope: Scope, per_hit: int, exclude_ids: Sequence[str]

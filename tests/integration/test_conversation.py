@@ -128,3 +128,20 @@ async def test_retrieval_statistics_are_batched_and_counted(
     await svc.search("gardening", scope, k=2)
     await svc.close()  # close writes what is pending
     assert stats() == {"c": 16, "touched": 2}
+
+
+async def test_full_text_finds_this_scope_when_other_scopes_flood_the_index(
+    make_service: Any, scope: Scope, graph: Any
+) -> None:
+    """The full-text index spans all scopes; 2,000 better-matching notes elsewhere must not hide ours."""
+    svc, _ = await make_service(enable_enrichment=False)
+    crowd = Scope(user_id=scope.user_id, agent_id="crowd")
+    try:
+        await svc.add_many([NoteInput(content=f"kitten kitten kitten salmon number {i}") for i in range(2000)], crowd)
+        await svc.add_many([NoteInput(content=f"Ada's kitten likes salmon, fact {i}.", note_id=f"mine-{i}") for i in range(3)]
+                           + [NoteInput(content="Ben repairs sailboats.")], scope)
+        hits = await svc.store.fulltext_search("kitten salmon", scope, k=5)
+        assert sorted(n.id for n, _ in hits) == ["mine-0", "mine-1", "mine-2"]
+        assert all(n.scope == scope for n, _ in hits)
+    finally:
+        graph.q("MATCH (n:Note {user_id: $u, agent_id: 'crowd'}) DETACH DELETE n", u=scope.user_id)
