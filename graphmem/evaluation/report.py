@@ -118,7 +118,9 @@ def retrieval_markdown(result: dict[str, Any]) -> str:
         (f"Default search (`{t['default_mode']}`, k={t['default_k']}): recall {_f(t.get('graphmem_recall@10'), 1, 3)} at "
         f"{_f(t.get('graphmem_tokens@10'), 1, 0)} tokens; dense exact recall@40 {_f(t.get('dense_recall@40'), 1, 3)} "
         f"(dense@10 {_f(t.get('dense_recall@10'), 1, 3)}). Recall target met: {_f(t.get('recall_target_met'))}; "
-        f"under 1,000 tokens: {_f(t.get('tokens_target_met'))}."),
+        f"under 1,000 tokens: {_f(t.get('tokens_target_met'))}. The context `ask` builds by default (the same search "
+        f"within the {c.get('context_token_budget', 1000)}-token budget): recall {_f(t.get('graphmem_budget_recall@10'), 1, 3)} at "
+        f"{_f(t.get('graphmem_budget_tokens@10'), 1, 0)} tokens; target met: {_f(t.get('context_target_met'))}."),
         "",
     ]
     return "\n".join(lines)

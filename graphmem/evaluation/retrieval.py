@@ -281,6 +281,13 @@ def target_check(summary: dict[str, Any], default_mode: str, default_k: int, ks:
         out["recall_target_met"] = out["graphmem_recall@10"] >= out["dense_recall@40"]
     if out["graphmem_tokens@10"] is not None:
         out["tokens_target_met"] = out["graphmem_tokens@10"] < 1000
+    # What `ask` sends by default: the same search within the context budget.
+    out["graphmem_budget_recall@10"] = mode.get(f"budget_recall@{default_k}")
+    out["graphmem_budget_tokens@10"] = mode.get(f"budget_tokens@{default_k}")
+    if out["graphmem_budget_recall@10"] is not None and out["dense_recall@40"] is not None:
+        out["context_target_met"] = (
+            out["graphmem_budget_recall@10"] >= out["dense_recall@40"] and out["graphmem_budget_tokens@10"] < 1000
+        )
     return out
 
 

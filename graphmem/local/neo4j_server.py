@@ -54,6 +54,9 @@ _JVM_FLAGS = (
 )
 
 
+_STARTED = b" INFO  Started."  # Neo4j's console line once the DBMS is up
+
+
 @dataclass(frozen=True)
 class Endpoints:
     """Where the local server listens, derived from NEO4J_URI and GRAPHMEM_NEO4J_HTTP_PORT."""
@@ -346,8 +349,11 @@ class LocalNeo4j:
     def _wait(self, auth: tuple[str, str] | None, timeout: float, proc: subprocess.Popen[bytes] | None) -> None:
         from graphmem.store.probe import CredentialsRefusedError, wait_for_bolt  # the store owns the driver
 
+        started = time.monotonic()
         try:
             wait_for_bolt(self.ends.bolt_uri, auth, database=self.settings.neo4j_database, timeout=timeout, proc=proc)
+            if proc is not None:
+                self._wait_own_start(proc, timeout - (time.monotonic() - started))
         except CredentialsRefusedError as exc:
             raise _CredentialsRefused(
                 f"{exc}\nThe server is running (pid {self.pid()}), but this store keeps the password it "
@@ -358,6 +364,25 @@ class LocalNeo4j:
         except StoreUnavailableError as exc:
             log = tail(self.console_log, 25)
             raise LocalServiceError(f"{exc}\n--- last lines of {self.console_log} ---\n{log}") from None
+
+    def _wait_own_start(self, proc: subprocess.Popen[bytes], timeout: float) -> None:
+        """Bolt answering proves little: another server may have taken the port between the port
+        check and our JVM's bind (then ours exits with "Address already in use"). Ours is ready
+        when its own console log says "Started." while it is still alive."""
+        deadline = time.monotonic() + max(timeout, 5.0)
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise LocalServiceError(
+                    f"the Neo4j process exited with code {proc.returncode} while another server answered on "
+                    f"{self.ends.bolt_uri}\n--- last lines of {self.console_log} ---\n{tail(self.console_log, 25)}"
+                )
+            if _STARTED in self.console_log.read_bytes():
+                return
+            time.sleep(0.2)
+        raise LocalServiceError(
+            f"Bolt answers on {self.ends.bolt_uri}, but this server (pid {proc.pid}) never logged that it "
+            f"started\n--- last lines of {self.console_log} ---\n{tail(self.console_log, 25)}"
+        )
 
     def stop(self, timeout: float = 30.0) -> int | None:
         """SIGTERM, wait up to ``timeout`` s, then SIGKILL. Return the pid stopped, None if not running."""

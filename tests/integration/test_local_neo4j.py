@@ -151,6 +151,27 @@ def test_start_refuses_a_port_taken_by_another_program(settings: Settings, tmp_p
     assert not (tmp_path / "neo4j" / "server" / "neo4j.pid").exists()
 
 
+def test_start_does_not_take_another_server_for_its_own(
+    settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race the port check cannot close: another server takes the Bolt port after the check.
+    Bolt then answers (the other server) while our JVM exits with "Address already in use"."""
+    local = LocalNeo4j(settings)
+    if shutil.which("java") is None or not local.dist.complete():
+        pytest.skip("java and the fetched jars are needed to start a second server")
+    clash = settings.model_copy(
+        update={"home": tmp_path, "neo4j_http_port": _free_port(), "neo4j_heap": "256m", "neo4j_pagecache": "32m"}
+    )  # the session server's Bolt port
+    server = LocalNeo4j(clash, instance="test-clash")
+    monkeypatch.setattr(LocalNeo4j, "_check_ports", lambda self, grace=0.0: None)
+    try:
+        with pytest.raises(LocalServiceError, match="exited"):
+            server.start(timeout=120)
+        assert server.pid() is None
+    finally:
+        server.stop()
+
+
 def test_stop_when_nothing_runs(settings: Settings, tmp_path: Path) -> None:
     assert LocalNeo4j(settings.model_copy(update={"home": tmp_path})).stop() is None
 
