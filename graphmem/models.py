@@ -39,7 +39,7 @@ class LinkType(StrEnum):
 
     RELATED_TO   generic association, when no sharper type fits
     SUPPORTS     the source gives evidence for the target
-    CONTRADICTS  the source conflicts with or corrects the target
+    CONTRADICTS  the source states a fact that cannot be true together with the target's (or corrects it)
     ELABORATES   the source adds detail to the target
     FOLLOWS      the source happens after / continues the target (time or causality)
     SAME_TOPIC   both are about the same entity or subject

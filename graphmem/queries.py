@@ -55,7 +55,8 @@ def load(name: str) -> Query:
     if not path.is_file():
         raise FileNotFoundError(f"no Cypher query named {name!r} ({path})")
     # The text comes from our own files, never from user or LLM input.
-    text = cast(LiteralString, path.read_text(encoding="utf-8"))
+    # mypy treats LiteralString as str (so the cast is "redundant" to it); other checkers need it.
+    text = cast(LiteralString, path.read_text(encoding="utf-8"))  # type: ignore[redundant-cast]
     return Query(name=name, text=text, params=_parse_params(text))
 
 

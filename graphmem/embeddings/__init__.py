@@ -51,9 +51,10 @@ def make_embedder(settings: Settings) -> Embeddings:
         return OpenAIEmbeddings(
             model=settings.openai_embedding_model,
             dimensions=settings.embedding_dimensions,
-            api_key=api_key,
-            base_url=settings.llm_base_url,
-            timeout=settings.llm_timeout,
+            # field names, not the aliases api_key/base_url/timeout, so that mypy can check them
+            openai_api_key=api_key,
+            openai_api_base=settings.llm_base_url,
+            request_timeout=settings.llm_timeout,
             # True would count tokens with tiktoken, which downloads its tables on first use
             check_embedding_ctx_length=False,
         )

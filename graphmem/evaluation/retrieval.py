@@ -134,7 +134,7 @@ async def evaluate_conversation(
     matrix = matrix[keep] if len(keep) else matrix
     notes_by_id: dict[str, Note] = {}
     for start in range(0, len(ids), 1000):
-        for n in await svc.store.list(scope, limit=1000, offset=start):
+        for n in await svc.store.list_notes(scope, limit=1000, offset=start):
             notes_by_id[n.id] = n
     full_context = build_context([notes_by_id[i] for i in ids if i in notes_by_id])
     full_tokens = full_context.tokens

@@ -91,6 +91,16 @@ def extract_json(raw: AIMessage) -> Any:
     return json.loads(text[start : end + 1])
 
 
+def _cut_off(raw: AIMessage) -> bool:
+    """The model stopped at its output-token limit (OpenAI-style finish_reason "length")."""
+    return raw.response_metadata.get("finish_reason") == "length"
+
+
+def _has_tool_call(raw: AIMessage) -> bool:
+    # langchain moves tool calls whose arguments are not valid JSON to invalid_tool_calls
+    return bool(raw.tool_calls or raw.invalid_tool_calls or raw.additional_kwargs.get("tool_calls"))
+
+
 def _record_usage(usage: Usage, raw: BaseMessage | None) -> None:
     meta = getattr(raw, "usage_metadata", None) or {}
     usage.input_tokens += int(meta.get("input_tokens", 0) or 0)
@@ -174,7 +184,15 @@ class LLMCaller:
                     return schema.model_validate(data), []
                 except (ValueError, ValidationError, TypeError, KeyError) as exc:
                     error = f"{type(exc).__name__}: {exc}"
-                history = [*history, raw, repair_message(error)] if not raw.tool_calls else [*messages, repair_message(error)]
+                cut = _cut_off(raw)
+                if cut:
+                    error = f"the reply was cut off at the output limit ({error[:120]})"
+                # A tool-call reply is never sent back: without a tool result after it, OpenAI-compatible
+                # servers refuse the request (llama-cpp-python: 500), and a cut-off one holds broken JSON.
+                if _has_tool_call(raw):
+                    history = [*messages, repair_message(error, cut_off=cut)]
+                else:
+                    history = [*history, raw, repair_message(error, cut_off=cut)]
             log.info("structured output for %s unusable (round %d): %.200s", schema.__name__, round_no, error)
         return None, []
 

@@ -15,6 +15,8 @@ from graphmem.models import LinkType
 
 _MAX_ITEMS = 12
 _MAX_WORD = 60
+_MAX_REASON = 120  # characters, in the JSON schema of a link's reason
+_MAX_CONTEXT = 300  # characters, in the JSON schema of an evolved context
 # Lone surrogates (a JSON "\ud800" escape decodes to one; the driver cannot encode it) and C0 controls.
 _UNSAFE = re.compile(r"[\ud800-\udfff\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
@@ -68,9 +70,17 @@ class NoteEnrichment(BaseModel):
 
 
 class ProposedLink(BaseModel):
+    # reason comes before type: a model filling the schema in order names the connection first, then
+    # picks the type that fits it (small models otherwise pick a type, then justify it with any text)
     target_id: str = Field(description="id of one of the shown neighbour notes")
+    # maxLength only in the schema (grammar-constrained servers such as llama.cpp enforce it, keeping
+    # a small model from copying whole notes until the output limit cuts the reply); longer text from
+    # other providers is cleaned and kept, not rejected.
+    reason: str = Field(
+        description="what connects the two notes, a short phrase in your own words",
+        json_schema_extra={"maxLength": _MAX_REASON},
+    )
     type: LinkType = Field(description="relation of the NEW note to the neighbour")
-    reason: str = Field(description="why they are linked, a short phrase")
     strength: float = Field(0.5, ge=0.0, le=1.0, description="0..1, how strong the relation is")
 
     @field_validator("reason", mode="after")
@@ -81,7 +91,11 @@ class ProposedLink(BaseModel):
 
 class ProposedUpdate(BaseModel):
     note_id: str = Field(description="id of the neighbour note to update")
-    context: str | None = Field(None, description="new one-sentence context for the neighbour, or null")
+    context: str | None = Field(
+        None,
+        description="new one-sentence context for the neighbour, or null",
+        json_schema_extra={"maxLength": _MAX_CONTEXT},
+    )
     tags: list[str] | None = Field(None, description="new full tag list for the neighbour, or null")
     keywords: list[str] | None = Field(None, description="new full keyword list for the neighbour, or null")
 

@@ -23,9 +23,11 @@ EVOLVE_SYSTEM = (
     "You maintain a Zettelkasten memory. A NEW note arrives with its nearest NEIGHBOUR notes. Decide:\n"
     "1. links: which neighbours the new note should link to. Use only ids shown below. type is one of: "
     + ", ".join(t.value for t in LinkType)
-    + " (RELATED_TO: generic; SUPPORTS: gives evidence for; CONTRADICTS: conflicts with or corrects; "
-    "ELABORATES: adds detail to; FOLLOWS: happens after or continues; SAME_TOPIC: same entity or subject). "
-    "Link only when there is a real relation; an empty list is fine.\n"
+    + " (RELATED_TO: generic; SUPPORTS: gives evidence for; CONTRADICTS: states a fact that cannot be true "
+    "together with the neighbour's, rare; ELABORATES: adds detail to; FOLLOWS: happens after or continues; "
+    "SAME_TOPIC: same entity or subject). When unsure of the type, use RELATED_TO. The reason is a short "
+    "phrase in your own words naming what connects the two notes (e.g. 'both about Anika's market stall'); "
+    "never copy a note's context. Link only when there is a real relation; an empty list is fine.\n"
     "2. neighbour_updates: neighbours whose context, tags or keywords should change in the light of the "
     "new note (e.g. the context should mention the new fact). Give the complete new value, or null to "
     "keep it. Never change a neighbour's content. An empty list is fine.\n" + _DATA_RULE
@@ -81,8 +83,13 @@ def answer_messages(question: str, context_block: str, instructions: str | None 
     ]
 
 
-def repair_message(error: str) -> HumanMessage:
+def repair_message(error: str, *, cut_off: bool = False) -> HumanMessage:
+    shorter = (
+        " It was too long: keep only the most important items and make every text field a few words."
+        if cut_off
+        else ""
+    )
     return HumanMessage(
-        f"Your previous reply could not be used ({error[:300]}). Reply again with only the JSON object "
-        "that matches the schema."
+        f"Your previous reply could not be used ({error[:300]}).{shorter} Reply again with only the JSON "
+        "object that matches the schema."
     )

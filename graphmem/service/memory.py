@@ -56,7 +56,7 @@ from graphmem.service.text import (
     validate_content,
     validate_metadata,
 )
-from graphmem.store.neo4j_store import AddWrite, NeighbourUpdate, Neo4jNoteStore, SearchFilters
+from graphmem.store.neo4j_store import AddWrite, LinkedNote, NeighbourUpdate, Neo4jNoteStore, SearchFilters
 from graphmem.store.schema import bootstrap_schema
 
 log = logging.getLogger(__name__)
@@ -242,12 +242,18 @@ class AsyncMemoryService:
                 )
         updates: dict[str, tuple[Note, dict[str, Any]]] = {}
         if self.settings.enable_evolution:
+            contexts = {n.id: _norm(n.context) for n in [note, *neighbours] if n.context}
             for u in decision.neighbour_updates:
                 target = by_loose.get(_loose_id(u.note_id))
                 if target is None:
                     rejected.append(f"update of unknown id {u.note_id[:40]!r}")
                     continue
                 old = shown[target]
+                # Small models often "evolve" a neighbour by pasting another note's context over its own,
+                # which erases what the neighbour was about: such an update is refused as a whole.
+                if u.context and any(_norm(u.context) == c for nid, c in contexts.items() if nid != target):
+                    rejected.append(f"update of {target[:40]!r} copies another note's context")
+                    continue
                 new = {
                     "context": (u.context or "").strip()[:500] or old.context,
                     "tags": u.tags or old.tags,
@@ -606,7 +612,7 @@ class AsyncMemoryService:
     async def list(self, scope: Scope, *, limit: int = 50, offset: int = 0) -> builtins.list[Note]:
         if not 1 <= limit <= 1000 or offset < 0:
             raise InvalidInputError("limit must be 1..1000 and offset >= 0")
-        return await self.store.list(scope, limit=limit, offset=offset)
+        return await self.store.list_notes(scope, limit=limit, offset=offset)
 
     async def count(self, scope: Scope) -> int:
         return await self.store.count(scope)
@@ -661,7 +667,18 @@ class AsyncMemoryService:
         usage = usage or Usage()
         vec = list(query_embedding) if query_embedding is not None else await self._embed_query(query, usage)
         t0 = time.perf_counter()
-        vector_search = self.store.vector_search(vec, scope, k, filters=filters, over_fetch=self.settings.over_fetch_ratio)
+        over_fetch = self.settings.over_fetch_ratio
+        per_hit = self.settings.links_per_hit
+        if mode == "links" and per_hit > 0:  # one round trip: the hop runs inside the vector query
+            found, linked = await self.store.vector_search_linked(
+                vec, scope, k, per_hit, filters=filters, over_fetch=over_fetch
+            )
+            hits = _attach_links([SearchHit(note=n, score=s, found_by=["vector"]) for n, s in found], linked)
+            usage.store_seconds += time.perf_counter() - t0
+            if hits:
+                self._record_retrieval((h.note.id for h in hits), scope)
+            return hits
+        vector_search = self.store.vector_search(vec, scope, k, filters=filters, over_fetch=over_fetch)
         if mode == "hybrid":  # both queries at once: Neo4j serves them on two threads
             vector_hits, text_hits = await asyncio.gather(
                 vector_search, self.store.fulltext_search(query, scope, k, filters=filters)
@@ -684,26 +701,7 @@ class AsyncMemoryService:
         """A-MEM's link expansion: each hit is followed by its linked notes (bounded, deduplicated)."""
         ids = [h.note.id for h in hits]
         linked = await self.store.expand_links(ids, scope, self.settings.links_per_hit, exclude_ids=ids)
-        by_parent: dict[str, list[SearchHit]] = {}
-        seen: dict[str, SearchHit] = {}
-        parent_score = {h.note.id: h.score for h in hits}
-        for ln in linked:
-            if ln.note.id in seen:
-                seen[ln.note.id].linked_via.append(ln.via)
-                continue
-            hit = SearchHit(
-                note=ln.note,
-                score=parent_score[ln.from_id] * ln.via.strength,
-                found_by=["link"],
-                linked_via=[ln.via],
-            )
-            seen[ln.note.id] = hit
-            by_parent.setdefault(ln.from_id, []).append(hit)
-        out: builtins.list[SearchHit] = []
-        for h in hits:
-            out.append(h)
-            out.extend(by_parent.get(h.note.id, []))
-        return out
+        return _attach_links(hits, linked)
 
     async def ask(
         self,
@@ -738,6 +736,10 @@ def _loose_id(text: str) -> str:
     return text[3:].strip() if text.startswith("id:") else text
 
 
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
 def _checked_filters(filters: SearchFilters) -> SearchFilters:
     """Filter values are user text too: refuse what the driver cannot encode (a copy; the caller's stays)."""
     tags = filters.tags_any
@@ -750,6 +752,31 @@ def _checked_filters(filters: SearchFilters) -> SearchFilters:
     )
 
 
+
+def _attach_links(hits: builtins.list[SearchHit], linked: Sequence[LinkedNote]) -> builtins.list[SearchHit]:
+    """Each hit followed by its linked notes: deduplicated, scored as parent score x link strength."""
+    by_parent: dict[str, list[SearchHit]] = {}
+    seen: dict[str, SearchHit] = {}
+    parent_score = {h.note.id: h.score for h in hits}
+    for ln in linked:
+        if ln.note.id in seen:
+            seen[ln.note.id].linked_via.append(ln.via)
+            continue
+        hit = SearchHit(
+            note=ln.note,
+            score=parent_score[ln.from_id] * ln.via.strength,
+            found_by=["link"],
+            linked_via=[ln.via],
+        )
+        seen[ln.note.id] = hit
+        by_parent.setdefault(ln.from_id, []).append(hit)
+    out: builtins.list[SearchHit] = []
+    for h in hits:
+        out.append(h)
+        out.extend(by_parent.get(h.note.id, []))
+    return out
+
+
 def _rrf(a: builtins.list[SearchHit], b: builtins.list[SearchHit], k: int) -> builtins.list[SearchHit]:
     """Reciprocal rank fusion: scores of different scales are fused by rank, not by value."""
     fused: dict[str, SearchHit] = {}
@@ -759,7 +786,7 @@ def _rrf(a: builtins.list[SearchHit], b: builtins.list[SearchHit], k: int) -> bu
             nid = hit.note.id
             scores[nid] = scores.get(nid, 0.0) + 1.0 / (_RRF_K + rank + 1)
             if nid in fused:
-                fused[nid].found_by = sorted(set(fused[nid].found_by) | set(hit.found_by))  # type: ignore[assignment]
+                fused[nid].found_by = sorted(set(fused[nid].found_by) | set(hit.found_by))
             else:
                 fused[nid] = hit.model_copy()
     ordered = sorted(fused.values(), key=lambda h: scores[h.note.id], reverse=True)[:k]

@@ -517,7 +517,7 @@ class Neo4jNoteStore:
         )
         return {r["source_id"]: r["id"] for r in rows}
 
-    async def list(self, scope: Scope, *, limit: int, offset: int) -> list[Note]:
+    async def list_notes(self, scope: Scope, *, limit: int, offset: int) -> list[Note]:
         rows = await self._read(lambda tx: self._run(tx, "notes/list", **scope.params(), skip=offset, limit=limit))
         return [note_from_record(r["note"]) for r in rows]
 
@@ -615,6 +615,34 @@ class Neo4jNoteStore:
         rows = await self._query("search/vector_exact", **base)
         return [(note_from_record(r["note"]), float(r["cosine"])) for r in rows]
 
+    async def vector_search_linked(
+        self,
+        embedding: Sequence[float],
+        scope: Scope,
+        k: int,
+        per_hit: int,
+        *,
+        filters: SearchFilters | None = None,
+        over_fetch: int = 4,
+    ) -> tuple[list[tuple[Note, float]], list[LinkedNote]]:
+        """``vector_search`` and ``expand_links`` of its hits in one round trip (the one-hop search mode)."""
+        if k <= 0:
+            return [], []
+        f = (filters or SearchFilters()).params()
+        base = {"embedding": list(embedding), "k": k, **scope.params(), "exclude_ids": [], **f}
+        fetch_k = k * over_fetch
+        while fetch_k <= _MAX_FETCH:
+            rows = await self._query("search/vector_links", fetch_k=fetch_k, per_hit=per_hit, **base)
+            hits = rows[0]["hits"]
+            if len(hits) >= k or rows[0]["fetched"] < fetch_k:  # the query expanded them: top-k is final
+                notes = [(note_from_record(h["note"]), float(h["cosine"])) for h in hits]
+                return notes, [_linked_note(r) for r in rows[0]["linked"]]
+            fetch_k *= 4
+        rows = await self._query("search/vector_exact", **base)
+        notes = [(note_from_record(r["note"]), float(r["cosine"])) for r in rows]
+        ids = [n.id for n, _ in notes]
+        return notes, await self.expand_links(ids, scope, per_hit, exclude_ids=ids)
+
     async def fulltext_search(
         self, text: str, scope: Scope, k: int, *, filters: SearchFilters | None = None, over_fetch: int = 4
     ) -> list[tuple[Note, float]]:
@@ -646,19 +674,20 @@ class Neo4jNoteStore:
         rows = await self._query(
             "search/expand_links", ids=list(ids), **scope.params(), per_hit=per_hit, exclude_ids=list(exclude_ids)
         )
-        return [
-            LinkedNote(
-                from_id=r["from_id"],
-                via=LinkedVia(
-                    from_id=r["from_id"],
-                    type=LinkType(r["type"]),
-                    reason=r["reason"] or "",
-                    strength=r["strength"] if r["strength"] is not None else 0.5,
-                ),
-                note=note_from_record(r["note"]),
-            )
-            for r in rows
-        ]
+        return [_linked_note(r) for r in rows]
+
+
+def _linked_note(r: Mapping[str, Any]) -> LinkedNote:
+    return LinkedNote(
+        from_id=r["from_id"],
+        via=LinkedVia(
+            from_id=r["from_id"],
+            type=LinkType(r["type"]),
+            reason=r["reason"] or "",
+            strength=r["strength"] if r["strength"] is not None else 0.5,
+        ),
+        note=note_from_record(r["note"]),
+    )
 
 
 __all__ = [

@@ -9,7 +9,8 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage
 
 from graphmem.errors import ConflictError, InvalidInputError, NoteNotFoundError
-from graphmem.models import EnrichmentStatus, LinkType, Scope
+from graphmem.models import FOLLOWS_REASON, EnrichmentStatus, LinkType, Scope, SearchHit
+from graphmem.store.neo4j_store import SearchFilters
 from graphmem.service.text import embed_text
 from tests.fakes import amem_responder, shown_ids, step_of, text_reply, tool_reply
 
@@ -118,6 +119,32 @@ async def test_ids_echoed_with_the_prompt_label_are_matched_exactly(make_service
     assert len(b.rejected) == 1 and f"{a.note.id}x" in b.rejected[0]
 
 
+async def test_update_that_pastes_another_notes_context_is_refused(make_service: Any, scope: Scope) -> None:
+    """A small model "evolves" a neighbour by pasting the new note's (or another neighbour's) context over
+    its own: refused as a whole, so the neighbour keeps what it was about; a real update still lands."""
+    base = amem_responder(evolve=False)
+
+    def respond(messages: list[BaseMessage]) -> AIMessage:
+        if step_of(messages) != "evolve":
+            return base(messages)
+        ids = shown_ids(messages)
+        new_context = str(messages[-1].content).split("context: ", 1)[1].split("\n", 1)[0]
+        updates = [{"note_id": i, "context": f"  {new_context.upper()} ", "tags": ["copied"]} for i in ids]
+        if len(ids) > 1:
+            updates[-1] = {"note_id": ids[-1], "context": "Jon's banking job ended before the studio opened.", "tags": None}
+        return tool_reply("EvolutionDecision", {"links": [], "neighbour_updates": updates})
+
+    svc, _ = await make_service(respond)
+    a = await svc.add("Jon lost his job as a banker.", scope)
+    b = await svc.add("Jon opened a dance studio after losing his banking job.", scope)
+    assert b.evolved == [] and len(b.rejected) == 1 and "copies another note's context" in b.rejected[0]
+    assert (await svc.get(a.note.id, scope)).context == a.note.context
+    c = await svc.add("Jon's dance studio opened in Brooklyn.", scope)
+    assert len(c.evolved) == 1 and len(c.rejected) == 1
+    evolved = await svc.get(c.evolved[0].note_id, scope)
+    assert evolved.context == "Jon's banking job ended before the studio opened." and evolved.version == 2
+
+
 async def test_no_cross_scope_neighbours_or_hits(make_service: Any, scope: Scope, graph: Any) -> None:
     svc, model = await make_service()
     other = Scope(user_id=scope.user_id + "-other")
@@ -185,7 +212,7 @@ async def test_bad_input_is_refused_and_stores_nothing(
     assert model.calls == []
 
 
-def test_unknown_scope_is_refused() -> None:
+async def test_unknown_scope_is_refused() -> None:
     with pytest.raises(ValueError, match="user_id"):
         Scope(user_id="")
     with pytest.raises(ValueError, match="agent_id"):
@@ -245,6 +272,67 @@ async def test_search_modes_report_how_hits_were_found(make_service: Any, scope:
         await svc.search("", scope)
     with pytest.raises(InvalidInputError):
         await svc.search("x", scope, k=0)
+
+
+async def test_one_hop_search_in_one_query_equals_search_then_expand(
+    make_service: Any, scope: Scope, neo4j_driver: Any, settings: Any
+) -> None:
+    """The links mode's single query (search/vector_links) returns what vector search followed by
+    expand_links returns, also when another scope's near-identical notes crowd the index (the
+    over-fetch loop) and with a filter."""
+    from graphmem import queries
+    from graphmem.service.memory import NoteInput, _attach_links
+
+    svc, _ = await make_service()
+    other = Scope(user_id=scope.user_id + "-crowd")
+    try:
+        topics = ["sailing boat", "violin lessons", "mountain hike", "sourdough bread", "chess club"]
+        items, prev = [], None
+        for i in range(40):
+            nid = f"{scope.user_id}-n{i}"
+            items.append(NoteInput(content=f"Mia talked about her {topics[i % 5]} on day {i}.", note_id=nid,
+                                   tags=["even" if i % 2 == 0 else "odd"], follows=prev))
+            prev = nid
+        await svc.add_many(items, scope)
+        await svc.link(f"{scope.user_id}-n1", f"{scope.user_id}-n20", scope, "SUPPORTS", "lessons on the boat", 0.9)
+        # 300 near-copies in another scope outrank this scope's notes for most queries
+        await svc.add_many([NoteInput(content=f"Mia talked about her sailing boat on day {i}!", note_id=f"{other.user_id}-{i}")
+                            for i in range(300)], other)
+        per_hit = svc.settings.links_per_hit
+        fetches: list[int] = []
+        query_fn = svc.store._query
+
+        async def counting(name: str, /, **params: Any) -> Any:
+            if name == "search/vector_links":
+                fetches.append(params["fetch_k"])
+            return await query_fn(name, **params)
+
+        svc.store._query = counting
+        for query, flt in [("sailing boat", None), ("violin", None), ("bread", SearchFilters(tags_any=["odd"]))]:
+            for k in (1, 5, 12):
+                one = await svc.search(query, scope, k=k, mode="links", filters=flt)
+                vec = await svc.embedder.aembed_query(query)
+                found = await svc.store.vector_search(vec, scope, k, filters=flt, over_fetch=svc.settings.over_fetch_ratio)
+                ids = [n.id for n, _ in found]
+                two = _attach_links([SearchHit(note=n, score=s, found_by=["vector"]) for n, s in found],
+                                    await svc.store.expand_links(ids, scope, per_hit, exclude_ids=ids))
+                assert [(h.note.id, h.found_by, [(v.from_id, v.type) for v in h.linked_via]) for h in one] == [
+                    (h.note.id, h.found_by, [(v.from_id, v.type) for v in h.linked_via]) for h in two]
+                assert [round(h.score, 6) for h in one] == [round(h.score, 6) for h in two]
+                assert all(h.note.scope == scope for h in one)
+                assert sum(h.found_by == ["vector"] for h in one) == k
+                assert any(h.found_by == ["link"] for h in one)
+        assert max(fetches) > 12 * svc.settings.over_fetch_ratio  # the crowd made the over-fetch grow
+        violin = await svc.search("Mia talked about her violin lessons on day 1.", scope, k=1, mode="links")
+        assert violin[0].note.id == f"{scope.user_id}-n1"
+        assert {(h.note.id, v.type, v.reason) for h in violin[1:] for v in h.linked_via} == {
+            (f"{scope.user_id}-n0", LinkType.FOLLOWS, FOLLOWS_REASON),
+            (f"{scope.user_id}-n2", LinkType.FOLLOWS, FOLLOWS_REASON),
+            (f"{scope.user_id}-n20", LinkType.SUPPORTS, "lessons on the boat"),
+        }
+    finally:
+        q = queries.load("admin/delete_scope")
+        neo4j_driver.execute_query(q.text, q.bind(**other.params()), database_=settings.neo4j_database)
 
 
 async def test_ask_answers_with_notes_and_tokens(make_service: Any, scope: Scope) -> None:

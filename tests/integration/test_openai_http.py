@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -65,3 +66,42 @@ async def test_endless_server_errors_store_the_note_raw(make_service: Any, scope
     assert added.created and added.note.enrichment == EnrichmentStatus.PENDING
     assert len(stub.requests) == 3
     assert (await svc.get(added.note.id, scope)).content == "Mia paints watercolours."
+
+
+async def test_cut_off_tool_call_is_re_asked_without_resending_it(make_service: Any, scope: Scope) -> None:
+    """A reply cut at the output limit (broken tool-call JSON, finish_reason "length") is re-asked with
+    a shorter-please message; the broken tool call is not sent back, since a server such as
+    llama-cpp-python refuses an assistant tool call with no tool result after it (HTTP 500)."""
+    evolve_requests: list[dict[str, Any]] = []
+
+    def script(body: dict[str, Any]) -> tuple[int, dict[str, str], Any]:
+        for m in body["messages"]:
+            if m["role"] == "assistant" and (m.get("tool_calls") or m.get("content") is None):
+                return 500, {}, {"error": {"message": "messages: assistant content must be a string"}}
+        tools = body.get("tools") or []
+        if not tools or tools[0]["function"]["name"] != "EvolutionDecision":
+            return _script(body)
+        evolve_requests.append(body)
+        shown = re.search(r"Valid neighbour ids: (\S+)", body["messages"][1]["content"])
+        assert shown is not None
+        link = {"target_id": shown.group(1), "reason": "both about the violin", "type": "SUPPORTS"}
+        if len(evolve_requests) == 1:
+            cut = completion("EvolutionDecision", {"links": [link, link], "neighbour_updates": []})
+            call = cut["choices"][0]["message"]["tool_calls"][0]["function"]
+            call["arguments"] = call["arguments"][:70]  # broken JSON, as when max_tokens is hit
+            cut["choices"][0]["finish_reason"] = "length"
+            return 200, {}, cut
+        return 200, {}, completion("EvolutionDecision", {"links": [link], "neighbour_updates": []})
+
+    with OpenAIStub(script) as stub:
+        model = ChatOpenAI(base_url=stub.base_url, api_key="k", model="stub", max_retries=0, timeout=10)
+        svc, _ = await make_service()
+        svc._chat_model, svc._llm = model, None
+        first = await svc.add("Ana takes violin lessons on Tuesdays.", scope)
+        second = await svc.add("Ana's violin teacher praised her bowing.", scope)
+    assert len(evolve_requests) == 2
+    repair = evolve_requests[1]["messages"]
+    assert [m["role"] for m in repair] == ["system", "user", "user"]
+    assert "cut off" in repair[-1]["content"] and "too long" in repair[-1]["content"]
+    assert second.usage.repairs == 1
+    assert [(link.target_id, link.type.value) for link in second.links] == [(first.note.id, "SUPPORTS")]

@@ -103,7 +103,7 @@ def search(
 ) -> None:
     """Search the scope's notes; linked notes are expanded one hop."""
     scope = make_scope(user, agent, run)
-    hits = run_service(lambda svc: svc.search(query, scope, k=k, mode=mode))  # type: ignore[arg-type]
+    hits = run_service(lambda svc: svc.search(query, scope, k=k, mode=mode))
     if as_json:
         print_json([_hit_json(h) for h in hits])
         return
