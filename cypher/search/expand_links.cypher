@@ -9,7 +9,7 @@ CALL (h) {
   WHERE m.user_id = $user_id AND m.agent_id = $agent_id AND m.run_id = $run_id
     AND NOT m.id IN $exclude_ids
   RETURN r, m
-  ORDER BY r.strength DESC, r.created_at DESC
+  ORDER BY r.strength DESC, r.created_at DESC, m.id  // m.id: ties (a batch of links) in a fixed order
   LIMIT $per_hit
 }
 RETURN h.id AS from_id, type(r) AS type, r.reason AS reason, r.strength AS strength,

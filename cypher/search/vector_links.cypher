@@ -24,7 +24,7 @@ CALL (kept, fetched) {
     MATCH (h)-[l:RELATED_TO|SUPPORTS|CONTRADICTS|ELABORATES|FOLLOWS|SAME_TOPIC]-(m:Note)
     WHERE m.user_id = $user_id AND m.agent_id = $agent_id AND m.run_id = $run_id AND NOT m.id IN skip
     RETURN l, m
-    ORDER BY l.strength DESC, l.created_at DESC
+    ORDER BY l.strength DESC, l.created_at DESC, m.id  // m.id: ties (a batch of links) in a fixed order
     LIMIT $per_hit
   }
   RETURN collect({from_id: h.id, type: type(l), reason: l.reason, strength: l.strength,
