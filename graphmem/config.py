@@ -42,9 +42,7 @@ class Settings(BaseSettings):
         "bolt://127.0.0.1:7687", validation_alias=AliasChoices("NEO4J_URI", "NEO4J_URL", "neo4j_uri")
     )
     neo4j_username: str = Field("neo4j", validation_alias=AliasChoices("NEO4J_USERNAME", "neo4j_username"))
-    neo4j_password: SecretStr | None = Field(
-        None, validation_alias=AliasChoices("NEO4J_PASSWORD", "neo4j_password")
-    )
+    neo4j_password: SecretStr | None = Field(None, validation_alias=AliasChoices("NEO4J_PASSWORD", "neo4j_password"))
     neo4j_database: str = Field("neo4j", validation_alias=AliasChoices("NEO4J_DATABASE", "neo4j_database"))
     neo4j_connect_timeout: float = Field(5.0, gt=0)
 

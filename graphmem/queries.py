@@ -30,9 +30,7 @@ class Query:
         missing = self.params - given
         extra = given - self.params
         if missing or extra:
-            raise TypeError(
-                f"query {self.name!r}: missing {sorted(missing)} / unexpected {sorted(extra)} parameters"
-            )
+            raise TypeError(f"query {self.name!r}: missing {sorted(missing)} / unexpected {sorted(extra)} parameters")
         return values
 
 
@@ -62,9 +60,7 @@ def load(name: str) -> Query:
 
 def all_names() -> list[str]:
     root = cypher_dir()
-    return sorted(
-        str(p.relative_to(root).with_suffix("")) for p in root.rglob("*.cypher") if "browse" not in p.parts
-    )
+    return sorted(str(p.relative_to(root).with_suffix("")) for p in root.rglob("*.cypher") if "browse" not in p.parts)
 
 
 def statements(name: str) -> list[LiteralString]:

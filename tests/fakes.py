@@ -109,8 +109,11 @@ def amem_responder(
             words = [w.strip(".,!?<>/").lower() for w in str(messages[-1].content).split() if len(w) > 4]
             return tool_reply(
                 "NoteEnrichment",
-                {"keywords": words[:4] or ["memory"], "context": "A note about " + " ".join(words[:3]) + ".",
-                 "tags": ["conversation", "personal"]},
+                {
+                    "keywords": words[:4] or ["memory"],
+                    "context": "A note about " + " ".join(words[:3]) + ".",
+                    "tags": ["conversation", "personal"],
+                },
             )
         if step == "evolve":
             ids = shown_ids(messages)
@@ -120,8 +123,14 @@ def amem_responder(
             if bad_type:
                 links.append({"target_id": ids[-1], "type": "LOVES", "reason": "x", "strength": 0.5})
             updates = (
-                [{"note_id": ids[0], "context": "Updated context after a related note.", "tags": ["evolved", "personal"],
-                  "keywords": None}]
+                [
+                    {
+                        "note_id": ids[0],
+                        "context": "Updated context after a related note.",
+                        "tags": ["evolved", "personal"],
+                        "keywords": None,
+                    }
+                ]
                 if evolve
                 else []
             )
@@ -147,7 +156,7 @@ class OpenAIStub:
             def log_message(self, *args: Any) -> None:
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
                 stub.requests.append(body)
                 status, headers, payload = stub.script(body)

@@ -18,7 +18,6 @@ The bench scope is deleted at the end unless ``keep``.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import random
 import time
@@ -35,27 +34,169 @@ from graphmem.service.memory import AsyncMemoryService, NoteInput
 
 Report = Callable[[str], None]
 
-_NAMES = ("Alice", "Bruno", "Chen", "Dara", "Elif", "Farid", "Greta", "Hiro", "Ines", "Jonas", "Kemal",
-          "Lena", "Mateo", "Nadia", "Omar", "Priya", "Quinn", "Rosa", "Sven", "Tariq", "Uma", "Vik",
-          "Wen", "Xavier", "Yara", "Zoe")
-_VERBS = ("visited", "painted", "cooked", "repaired", "photographed", "studied", "sold", "bought",
-          "planted", "wrote about", "lost", "found", "cleaned", "built", "borrowed", "designed",
-          "played with", "read about", "talked about", "dreamed of", "organised", "taught", "measured",
-          "shared", "forgot", "ordered", "visualised", "recorded", "translated", "sketched")
-_ADJS = ("old", "new", "red", "tiny", "huge", "wooden", "broken", "shiny", "quiet", "noisy", "famous",
-         "hidden", "strange", "cheap", "rare", "green", "ancient", "modern", "blue", "heavy")
-_OBJECTS = ("bicycle", "garden", "guitar", "novel", "kitchen", "telescope", "boat", "violin", "tent",
-            "painting", "camera", "laptop", "recipe", "bridge", "museum", "lighthouse", "piano",
-            "castle", "market", "poem", "fountain", "train", "library", "orchard", "workshop", "kite",
-            "festival", "mountain hut", "chess set", "dog shelter", "bakery", "vineyard", "sailboat",
-            "observatory", "greenhouse", "theatre", "stadium", "aquarium", "farmhouse", "canoe")
-_PLACES = ("in Lisbon", "in Osaka", "near the river", "at the harbour", "in the village",
-           "downtown", "at school", "in the park", "by the lake", "in Berlin", "in Nairobi", "in Lima",
-           "at the office", "in the mountains", "on the island", "in Montreal", "at the beach",
-           "in Krakow", "in the desert", "at grandma's house")
-_TIMES = ("yesterday", "last week", "in spring", "on Sunday", "this morning", "two years ago",
-          "during the holidays", "after work", "last summer", "at night", "in 2021", "in 2019",
-          "on her birthday", "before the exam", "last winter")
+_NAMES = (
+    "Alice",
+    "Bruno",
+    "Chen",
+    "Dara",
+    "Elif",
+    "Farid",
+    "Greta",
+    "Hiro",
+    "Ines",
+    "Jonas",
+    "Kemal",
+    "Lena",
+    "Mateo",
+    "Nadia",
+    "Omar",
+    "Priya",
+    "Quinn",
+    "Rosa",
+    "Sven",
+    "Tariq",
+    "Uma",
+    "Vik",
+    "Wen",
+    "Xavier",
+    "Yara",
+    "Zoe",
+)
+_VERBS = (
+    "visited",
+    "painted",
+    "cooked",
+    "repaired",
+    "photographed",
+    "studied",
+    "sold",
+    "bought",
+    "planted",
+    "wrote about",
+    "lost",
+    "found",
+    "cleaned",
+    "built",
+    "borrowed",
+    "designed",
+    "played with",
+    "read about",
+    "talked about",
+    "dreamed of",
+    "organised",
+    "taught",
+    "measured",
+    "shared",
+    "forgot",
+    "ordered",
+    "visualised",
+    "recorded",
+    "translated",
+    "sketched",
+)
+_ADJS = (
+    "old",
+    "new",
+    "red",
+    "tiny",
+    "huge",
+    "wooden",
+    "broken",
+    "shiny",
+    "quiet",
+    "noisy",
+    "famous",
+    "hidden",
+    "strange",
+    "cheap",
+    "rare",
+    "green",
+    "ancient",
+    "modern",
+    "blue",
+    "heavy",
+)
+_OBJECTS = (
+    "bicycle",
+    "garden",
+    "guitar",
+    "novel",
+    "kitchen",
+    "telescope",
+    "boat",
+    "violin",
+    "tent",
+    "painting",
+    "camera",
+    "laptop",
+    "recipe",
+    "bridge",
+    "museum",
+    "lighthouse",
+    "piano",
+    "castle",
+    "market",
+    "poem",
+    "fountain",
+    "train",
+    "library",
+    "orchard",
+    "workshop",
+    "kite",
+    "festival",
+    "mountain hut",
+    "chess set",
+    "dog shelter",
+    "bakery",
+    "vineyard",
+    "sailboat",
+    "observatory",
+    "greenhouse",
+    "theatre",
+    "stadium",
+    "aquarium",
+    "farmhouse",
+    "canoe",
+)
+_PLACES = (
+    "in Lisbon",
+    "in Osaka",
+    "near the river",
+    "at the harbour",
+    "in the village",
+    "downtown",
+    "at school",
+    "in the park",
+    "by the lake",
+    "in Berlin",
+    "in Nairobi",
+    "in Lima",
+    "at the office",
+    "in the mountains",
+    "on the island",
+    "in Montreal",
+    "at the beach",
+    "in Krakow",
+    "in the desert",
+    "at grandma's house",
+)
+_TIMES = (
+    "yesterday",
+    "last week",
+    "in spring",
+    "on Sunday",
+    "this morning",
+    "two years ago",
+    "during the holidays",
+    "after work",
+    "last summer",
+    "at night",
+    "in 2021",
+    "in 2019",
+    "on her birthday",
+    "before the exam",
+    "last winter",
+)
 
 
 def sentence(rng: random.Random) -> str:
@@ -330,17 +471,27 @@ async def run_bench(svc: AsyncMemoryService, cfg: BenchConfig, *, report: Report
             entry["numpy_exact"] = latency_summary(exact_times)
 
             async def vec_emb(i: int) -> list[str]:
-                hits = await svc.search(query_texts[i % nq], scope, k=cfg.k, mode="vector", query_embedding=query_vecs[i % nq])
+                hits = await svc.search(
+                    query_texts[i % nq], scope, k=cfg.k, mode="vector", query_embedding=query_vecs[i % nq]
+                )
                 return [h.note.id for h in hits]
 
             async def vec_text(i: int) -> int:
                 return len(await svc.search(query_texts[i % nq], scope, k=cfg.k, mode="vector"))
 
             async def links_emb(i: int) -> int:
-                return len(await svc.search(query_texts[i % nq], scope, k=cfg.k, mode="links", query_embedding=query_vecs[i % nq]))
+                return len(
+                    await svc.search(
+                        query_texts[i % nq], scope, k=cfg.k, mode="links", query_embedding=query_vecs[i % nq]
+                    )
+                )
 
             async def hybrid_emb(i: int) -> int:  # the default mode: vector and full-text at once, + one hop
-                return len(await svc.search(query_texts[i % nq], scope, k=cfg.k, mode="hybrid", query_embedding=query_vecs[i % nq]))
+                return len(
+                    await svc.search(
+                        query_texts[i % nq], scope, k=cfg.k, mode="hybrid", query_embedding=query_vecs[i % nq]
+                    )
+                )
 
             async def links_text(i: int) -> int:
                 return len(await svc.search(query_texts[i % nq], scope, k=cfg.k, mode="links"))

@@ -36,7 +36,19 @@ from typing import Any
 
 import numpy as np
 
-QA_METRICS = ("f1", "locomo_f1", "bleu1", "bleu2", "bleu3", "bleu4", "rouge1", "rouge2", "rougeL", "meteor", "exact_match")
+QA_METRICS = (
+    "f1",
+    "locomo_f1",
+    "bleu1",
+    "bleu2",
+    "bleu3",
+    "bleu4",
+    "rouge1",
+    "rouge2",
+    "rougeL",
+    "meteor",
+    "exact_match",
+)
 CAT5_MODES = ("amem", "locomo")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _LOCOMO_ARTICLES = re.compile(r"\b(a|an|the|and)\b")
@@ -44,6 +56,7 @@ _PUNCT = set(string.punctuation)
 
 
 # --- tokenisers (no NLTK data needed) ---------------------------------------------------------------
+
 
 def simple_tokenize(text: str) -> list[str]:
     """A-MEM's tokenizer for F1."""
@@ -75,6 +88,7 @@ def _stemmer() -> Any:
 
 # --- A-MEM metrics -----------------------------------------------------------------------------------
 
+
 def f1_set(prediction: str, reference: str) -> float:
     pred, ref = set(simple_tokenize(prediction)), set(simple_tokenize(reference))
     if not pred or not ref:
@@ -95,7 +109,9 @@ def bleu(prediction: str, reference: str) -> dict[str, float]:
         return {f"bleu{n}": 0.0 for n in range(1, 5)}
     smooth = SmoothingFunction().method1
     weights = {1: (1, 0, 0, 0), 2: (0.5, 0.5, 0, 0), 3: (1 / 3, 1 / 3, 1 / 3, 0), 4: (0.25, 0.25, 0.25, 0.25)}
-    return {f"bleu{n}": float(sentence_bleu(ref, pred, weights=w, smoothing_function=smooth)) for n, w in weights.items()}
+    return {
+        f"bleu{n}": float(sentence_bleu(ref, pred, weights=w, smoothing_function=smooth)) for n, w in weights.items()
+    }
 
 
 @cache
@@ -157,6 +173,7 @@ def exact_match(prediction: str, reference: str) -> float:
 
 # --- LoCoMo's F1 -------------------------------------------------------------------------------------
 
+
 def locomo_normalize(text: str) -> str:
     text = str(text).replace(",", "").lower()
     text = "".join(ch for ch in text if ch not in _PUNCT)
@@ -199,6 +216,7 @@ def locomo_adversarial(prediction: str) -> float:
 
 
 # --- per question and aggregate ---------------------------------------------------------------------
+
 
 def text_scores(prediction: str, reference: str, category: int) -> dict[str, float]:
     """Every lexical metric of one answer (SBERT is added in batch by ``add_sbert``)."""

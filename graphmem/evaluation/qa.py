@@ -109,12 +109,11 @@ def instructions_for(q: QA, sample_id: str, cfg: QAConfig) -> str:
 
 def full_context(conv: Conversation, sessions: Sequence[int] | None) -> str:
     """The whole (selected part of the) conversation, one line per turn with its session date."""
-    return "\n".join(
-        f"[{s.date_time}] {t.content}" if s.date_time else t.content for s, t in conv.turns(sessions)
-    )
+    return "\n".join(f"[{s.date_time}] {t.content}" if s.date_time else t.content for s, t in conv.turns(sessions))
 
 
 # --- ingest -----------------------------------------------------------------------------------------
+
 
 async def ingest(
     svc: AsyncMemoryService,
@@ -129,8 +128,16 @@ async def ingest(
     turns = conv.turns(sessions)
     existing = await svc.store.find_by_source([t.dia_id for _, t in turns], scope)
     usage = Usage()
-    stats: dict[str, Any] = {"turns": len(turns), "reused": 0, "added": 0, "links": 0, "evolved": 0, "rejected": 0,
-             "pending": 0, "errors": 0}
+    stats: dict[str, Any] = {
+        "turns": len(turns),
+        "reused": 0,
+        "added": 0,
+        "links": 0,
+        "evolved": 0,
+        "rejected": 0,
+        "pending": 0,
+        "errors": 0,
+    }
     latencies: list[float] = []
     previous: tuple[int, str] | None = None  # (session, note id) of the last turn stored
     for i, (session, turn) in enumerate(turns):
@@ -178,6 +185,7 @@ async def ingest(
 
 
 # --- answering --------------------------------------------------------------------------------------
+
 
 class JudgeVerdict(BaseModel):
     reason: str = Field("", description="one short sentence")
@@ -285,9 +293,19 @@ def _load_answers(path: Path) -> dict[str, dict[str, Any]]:
 def config_key(svc: AsyncMemoryService, tag: str, cfg: QAConfig) -> str:
     s = svc.settings
     key = json.dumps(
-        [tag, cfg.mode or s.search_mode, cfg.k or s.search_k, cfg.token_budget or s.context_token_budget,
-         cfg.cat5_prompt, cfg.seed, cfg.sessions, model_label(s), s.llm_temperature, s.links_per_hit,
-         "answers-v1"],
+        [
+            tag,
+            cfg.mode or s.search_mode,
+            cfg.k or s.search_k,
+            cfg.token_budget or s.context_token_budget,
+            cfg.cat5_prompt,
+            cfg.seed,
+            cfg.sessions,
+            model_label(s),
+            s.llm_temperature,
+            s.links_per_hit,
+            "answers-v1",
+        ],
     )
     return hashlib.sha256(key.encode()).hexdigest()[:10]
 
@@ -295,7 +313,10 @@ def config_key(svc: AsyncMemoryService, tag: str, cfg: QAConfig) -> str:
 def summarise_system(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     rows = [{"category": r["category"], "scores": r["scores"]} for r in records]
     out = metrics.aggregate(rows)
-    for label, sel in (("overall", records), *((str(c), [r for r in records if r["category"] == c]) for c in range(1, 6))):
+    for label, sel in (
+        ("overall", records),
+        *((str(c), [r for r in records if r["category"] == c]) for c in range(1, 6)),
+    ):
         if not sel:
             continue
         cost = {
@@ -386,9 +407,7 @@ async def run_qa_eval(
                 match = next((r for r in records if r["key"] == rec["key"]), rec)
                 sink.write(json.dumps({k: v for k, v in match.items() if k != "scores"}, ensure_ascii=False) + "\n")
 
-    by_system = {
-        system: summarise_system([r for r in records if r["system"] == system]) for system in cfg.systems
-    }
+    by_system = {system: summarise_system([r for r in records if r["system"] == system]) for system in cfg.systems}
     st = svc.settings
     return {
         "kind": "qa",

@@ -35,27 +35,42 @@ def qa_markdown(result: dict[str, Any]) -> str:
     lines = [
         "# LoCoMo QA evaluation",
         "",
-        (f"Model `{c['llm_model']}` ({c['llm_provider']}), temperature {c['llm_temperature']}, seed {c['llm_seed']}; "
-        f"search mode `{c['search_mode']}`, k={c['k']}, context budget {c['context_token_budget']} tokens; "
-        f"tag `{c['tag']}`; category-5 prompt `{c['cat5_prompt']}`; sessions {c['sessions'] or 'all'}; "
-        f"{result['questions']} questions. METEOR with WordNet synonyms: {_f(c['meteor_uses_wordnet'])}."),
+        (
+            f"Model `{c['llm_model']}` ({c['llm_provider']}), temperature {c['llm_temperature']}, seed {c['llm_seed']}; "
+            f"search mode `{c['search_mode']}`, k={c['k']}, context budget {c['context_token_budget']} tokens; "
+            f"tag `{c['tag']}`; category-5 prompt `{c['cat5_prompt']}`; sessions {c['sessions'] or 'all'}; "
+            f"{result['questions']} questions. METEOR with WordNet synonyms: {_f(c['meteor_uses_wordnet'])}."
+        ),
         "",
-        ("Scores x100. Category 5 is shown in both modes: `amem` (scored against the adversarial answer, as "
-        "A-MEM publishes) and `locomo` (1 when the answer declines). Overall `excluded` = categories 1-4."),
+        (
+            "Scores x100. Category 5 is shown in both modes: `amem` (scored against the adversarial answer, as "
+            "A-MEM publishes) and `locomo` (1 when the answer declines). Overall `excluded` = categories 1-4."
+        ),
         "",
     ]
     metrics = ("f1", "locomo_f1", "bleu1", "rouge1", "rougeL", "meteor", "sbert", "exact_match")
     for system, data in result["systems"].items():
-        lines += [f"## {system}", "", "| category | n | " + " | ".join(metrics) + " |",
-                  "|---|---|" + "---|" * len(metrics)]
+        lines += [
+            f"## {system}",
+            "",
+            "| category | n | " + " | ".join(metrics) + " |",
+            "|---|---|" + "---|" * len(metrics),
+        ]
         for cat, row in data["by_category"].items():
-            lines.append(f"| {_cat_label(cat)} | {row['count']} | " + " | ".join(_f(row.get(m), 100) for m in metrics) + " |")
+            lines.append(
+                f"| {_cat_label(cat)} | {row['count']} | " + " | ".join(_f(row.get(m), 100) for m in metrics) + " |"
+            )
         for mode, row in data["overall"].items():
-            lines.append(f"| overall ({mode}) | {row['count']} | " + " | ".join(_f(row.get(m), 100) for m in metrics) + " |")
+            lines.append(
+                f"| overall ({mode}) | {row['count']} | " + " | ".join(_f(row.get(m), 100) for m in metrics) + " |"
+            )
         cost = data.get("cost", {})
         if cost:
-            lines += ["", "| category | context tokens | total tokens (LLM) | seconds | search s | LLM s | judge acc. | errors |",
-                      "|---|---|---|---|---|---|---|---|"]
+            lines += [
+                "",
+                "| category | context tokens | total tokens (LLM) | seconds | search s | LLM s | judge acc. | errors |",
+                "|---|---|---|---|---|---|---|---|",
+            ]
             for cat, row in cost.items():
                 lines.append(
                     f"| {cat} | {_f(row['context_tokens'], 1, 0)} | {_f(row['total_tokens'], 1, 0)} | {_f(row['seconds'])} | "
@@ -63,9 +78,12 @@ def qa_markdown(result: dict[str, Any]) -> str:
                 )
         lines.append("")
     if result.get("ingest"):
-        lines += ["## Ingest (full A-MEM add per turn)", "",
-                  "| conversation | turns | added | reused | links | evolved | pending | errors | LLM calls/note | tokens/note | s/note |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            "## Ingest (full A-MEM add per turn)",
+            "",
+            "| conversation | turns | added | reused | links | evolved | pending | errors | LLM calls/note | tokens/note | s/note |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
         for sid, st in result["ingest"].items():
             pn = st["per_note"]
             lines.append(
@@ -83,10 +101,12 @@ def retrieval_markdown(result: dict[str, Any]) -> str:
     lines = [
         "# LoCoMo retrieval evaluation (LLM-free)",
         "",
-        (f"Scope tag `{c['tag']}` ({'reused scope' if c.get('reuse_tag') else 'raw notes, no LLM'}; "
-        f"FOLLOWS heuristic links: {_f(c['follows_links'])}); embedder {c['embedder']}, embedded text `{c['embed_text_variant']}`; "
-        f"links per hit {c['links_per_hit']}; {len(result['conversations'])} conversations, {n} questions (categories "
-        f"{', '.join(map(str, c['categories']))}, with evidence)."),
+        (
+            f"Scope tag `{c['tag']}` ({'reused scope' if c.get('reuse_tag') else 'raw notes, no LLM'}; "
+            f"FOLLOWS heuristic links: {_f(c['follows_links'])}); embedder {c['embedder']}, embedded text `{c['embed_text_variant']}`; "
+            f"links per hit {c['links_per_hit']}; {len(result['conversations'])} conversations, {n} questions (categories "
+            f"{', '.join(map(str, c['categories']))}, with evidence)."
+        ),
         "",
         "## Evidence recall@k (share of evidence turns retrieved)",
         "",
@@ -101,26 +121,46 @@ def retrieval_markdown(result: dict[str, Any]) -> str:
         ("Notes returned at k", "notes", 1, 1),
         (f"Recall@k within the ask budget ({c['context_token_budget']} tokens)", "budget_recall", 1, 3),
     ):
-        lines += ["", f"## {title}", "", "| mode | " + " | ".join(f"k={k}" for k in ks) + " |", "|---|" + "---|" * len(ks)]
+        lines += [
+            "",
+            f"## {title}",
+            "",
+            "| mode | " + " | ".join(f"k={k}" for k in ks) + " |",
+            "|---|" + "---|" * len(ks),
+        ]
         for mode, d in result["modes"].items():
-            lines.append(f"| {mode} | " + " | ".join(_f(d["overall"].get(f"{key}@{k}"), scale, digits) for k in ks) + " |")
-    lines += ["", "## Recall@10 by category", "", "| mode | " + " | ".join(
-        f"{cat} {CATEGORY_NAMES[int(cat)]}" for cat in sorted(next(iter(result["modes"].values()))["by_category"])) + " |"]
+            lines.append(
+                f"| {mode} | " + " | ".join(_f(d["overall"].get(f"{key}@{k}"), scale, digits) for k in ks) + " |"
+            )
+    lines += [
+        "",
+        "## Recall@10 by category",
+        "",
+        "| mode | "
+        + " | ".join(
+            f"{cat} {CATEGORY_NAMES[int(cat)]}" for cat in sorted(next(iter(result["modes"].values()))["by_category"])
+        )
+        + " |",
+    ]
     cats = sorted(next(iter(result["modes"].values()))["by_category"])
     lines.append("|---|" + "---|" * len(cats))
     for mode, d in result["modes"].items():
-        lines.append(f"| {mode} | " + " | ".join(_f(d["by_category"].get(cat, {}).get("recall@10"), 1, 3) for cat in cats) + " |")
+        lines.append(
+            f"| {mode} | " + " | ".join(_f(d["by_category"].get(cat, {}).get("recall@10"), 1, 3) for cat in cats) + " |"
+        )
     t = result["target"]
     lines += [
         "",
         "## Target",
         "",
-        (f"Default search (`{t['default_mode']}`, k={t['default_k']}): recall {_f(t.get('graphmem_recall@10'), 1, 3)} at "
-        f"{_f(t.get('graphmem_tokens@10'), 1, 0)} tokens; dense exact recall@40 {_f(t.get('dense_recall@40'), 1, 3)} "
-        f"(dense@10 {_f(t.get('dense_recall@10'), 1, 3)}). Recall target met: {_f(t.get('recall_target_met'))}; "
-        f"under 1,000 tokens: {_f(t.get('tokens_target_met'))}. The context `ask` builds by default (the same search "
-        f"within the {c.get('context_token_budget', 1000)}-token budget): recall {_f(t.get('graphmem_budget_recall@10'), 1, 3)} at "
-        f"{_f(t.get('graphmem_budget_tokens@10'), 1, 0)} tokens; target met: {_f(t.get('context_target_met'))}."),
+        (
+            f"Default search (`{t['default_mode']}`, k={t['default_k']}): recall {_f(t.get('graphmem_recall@10'), 1, 3)} at "
+            f"{_f(t.get('graphmem_tokens@10'), 1, 0)} tokens; dense exact recall@40 {_f(t.get('dense_recall@40'), 1, 3)} "
+            f"(dense@10 {_f(t.get('dense_recall@10'), 1, 3)}). Recall target met: {_f(t.get('recall_target_met'))}; "
+            f"under 1,000 tokens: {_f(t.get('tokens_target_met'))}. The context `ask` builds by default (the same search "
+            f"within the {c.get('context_token_budget', 1000)}-token budget): recall {_f(t.get('graphmem_budget_recall@10'), 1, 3)} at "
+            f"{_f(t.get('graphmem_budget_tokens@10'), 1, 0)} tokens; target met: {_f(t.get('context_target_met'))}."
+        ),
         "",
     ]
     return "\n".join(lines)
@@ -131,15 +171,18 @@ def bench_markdown(result: dict[str, Any]) -> str:
     lines = [
         "# graphmem benchmark",
         "",
-        (f"{result['machine']['cpus']} CPUs; k={k}; {result['config']['repetitions']} timed repetitions after "
-        f"{result['config']['warmup']} warm-up calls ({result['config']['brute_force_repetitions']} for the brute-force scan); "
-        f"over-fetch {result['settings']['over_fetch_ratio']}, links per hit {result['settings']['links_per_hit']}."),
+        (
+            f"{result['machine']['cpus']} CPUs; k={k}; {result['config']['repetitions']} timed repetitions after "
+            f"{result['config']['warmup']} warm-up calls ({result['config']['brute_force_repetitions']} for the brute-force scan); "
+            f"over-fetch {result['settings']['over_fetch_ratio']}, links per hit {result['settings']['links_per_hit']}."
+        ),
         "",
         "## Latency, p50 / p95 ms",
         "",
         "| notes | vector | vector (query text) | vector + 1 hop | + 1 hop (query text) | hybrid + 1 hop (default) | bare index, ids | exact NumPy | brute-force Cypher | speed-up vs brute force |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
+
     def pp(r: dict[str, Any], key: str) -> str:
         return f"{_f(r[key]['p50_ms'])} / {_f(r[key]['p95_ms'])}"
 
@@ -149,9 +192,13 @@ def bench_markdown(result: dict[str, Any]) -> str:
             f"{pp(r, 'links_with_embedding')} | {pp(r, 'hybrid') if 'hybrid' in r else '-'} | {pp(r, 'index_ids_only')} | {pp(r, 'numpy_exact')} | "
             f"{pp(r, 'brute_force_cypher')} | {_f(r.get('speedup_vs_brute_force'), 1, 0)}x |"
         )
-    lines += ["", "## Recall, import, disk", "",
-              f"| notes | recall@{k} (graphmem vs exact) | bare index recall@{k} | import notes/s (with embedding) | store-only notes/s | embed notes/s | store bytes/note | tx-log bytes/note |",
-              "|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "## Recall, import, disk",
+        "",
+        f"| notes | recall@{k} (graphmem vs exact) | bare index recall@{k} | import notes/s (with embedding) | store-only notes/s | embed notes/s | store bytes/note | tx-log bytes/note |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in result["sizes"]:
         disk = r.get("disk") or {}
         lines.append(

@@ -27,7 +27,6 @@ import numpy as np
 from graphmem.evaluation.locomo import (
     CATEGORY_NAMES,
     Conversation,
-    note_id,
     turn_inputs,
 )
 from graphmem.models import Note, Scope
@@ -233,7 +232,9 @@ def _summary(acc: _Acc, idx: Sequence[int] | None = None) -> dict[str, float | i
     }
 
 
-def merge(parts: Sequence[dict[str, dict[int, _Acc]]], modes: Sequence[str], ks: Sequence[int]) -> dict[str, dict[int, _Acc]]:
+def merge(
+    parts: Sequence[dict[str, dict[int, _Acc]]], modes: Sequence[str], ks: Sequence[int]
+) -> dict[str, dict[int, _Acc]]:
     out: dict[str, dict[int, _Acc]] = {m: {k: _Acc() for k in ks} for m in modes}
     for part in parts:
         for m, by_k in part.items():

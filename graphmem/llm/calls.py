@@ -152,7 +152,9 @@ class LLMCaller:
                         usage.llm_seconds += time.perf_counter() - started
         except Exception as exc:
             if is_transient(exc):
-                raise LLMError(f"LLM unavailable after {self.max_retries + 1} attempts: {type(exc).__name__}: {exc}") from exc
+                raise LLMError(
+                    f"LLM unavailable after {self.max_retries + 1} attempts: {type(exc).__name__}: {exc}"
+                ) from exc
             raise LLMError(f"LLM call failed: {type(exc).__name__}: {exc}") from exc
         raise AssertionError("unreachable")  # pragma: no cover
 

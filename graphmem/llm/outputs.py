@@ -49,7 +49,9 @@ def _clean_words(values: Any) -> list[str]:
 class NoteEnrichment(BaseModel):
     """A-MEM note construction: keywords, one-line context, tags."""
 
-    keywords: list[str] = Field(description="3-7 key concepts of the note, most important first; no names of speakers, no dates")
+    keywords: list[str] = Field(
+        description="3-7 key concepts of the note, most important first; no names of speakers, no dates"
+    )
     context: str = Field(description="one sentence: topic, key points and purpose of the note")
     tags: list[str] = Field(description="3-6 broad categories: domain, format, type")
 

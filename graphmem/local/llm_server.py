@@ -495,8 +495,7 @@ class LocalLLM:
         self._terminate(pid)
         self.pid_file.unlink(missing_ok=True)
         raise LocalServiceError(
-            f"the local LLM server did not answer within {timeout:.0f} s; log {self.log_file}:\n"
-            f"{self._log_tail()}"
+            f"the local LLM server did not answer within {timeout:.0f} s; log {self.log_file}:\n{self._log_tail()}"
         )
 
     def _first_completion(self, pid: int) -> None:

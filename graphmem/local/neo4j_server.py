@@ -274,7 +274,9 @@ class LocalNeo4j:
                 self._set_initial_password(java, auth[1])
             proc = self._spawn(java)
             try:
-                self._report(f"Starting Neo4j {self.version} (pid {proc.pid}); waiting for Bolt on {self.ends.bolt_uri}")
+                self._report(
+                    f"Starting Neo4j {self.version} (pid {proc.pid}); waiting for Bolt on {self.ends.bolt_uri}"
+                )
                 self._wait(auth, timeout, proc=proc)
             except _CredentialsRefused:
                 raise  # the server is up and healthy; leave it running so the password can be fixed
@@ -289,7 +291,10 @@ class LocalNeo4j:
     def _check_ports(self, grace: float = 0.0) -> None:
         e = self.ends
         deadline = time.monotonic() + grace
-        for port, what in ((e.bolt_port, "Bolt port (from NEO4J_URI)"), (e.http_port, "HTTP port (GRAPHMEM_NEO4J_HTTP_PORT)")):
+        for port, what in (
+            (e.bolt_port, "Bolt port (from NEO4J_URI)"),
+            (e.http_port, "HTTP port (GRAPHMEM_NEO4J_HTTP_PORT)"),
+        ):
             while port_in_use(port, e.host) and time.monotonic() < deadline:
                 time.sleep(0.2)
             if port_in_use(port, e.host):

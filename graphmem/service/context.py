@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from graphmem.models import Note
 from graphmem.tokens import count_tokens
 
 _UNDATED = ""
-_EPOCH = datetime(1, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ def render(notes: Sequence[Note]) -> str:
 
     def key(n: Note) -> tuple[datetime, datetime]:
         ev = n.event_time or _EPOCH
-        return (ev if ev.tzinfo else ev.replace(tzinfo=timezone.utc), n.created_at)
+        return (ev if ev.tzinfo else ev.replace(tzinfo=UTC), n.created_at)
 
     lines: list[str] = []
     current: str | None = None

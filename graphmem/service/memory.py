@@ -11,9 +11,8 @@ The LLM proposes, this module decides, the store (Cypher) executes.
 
 from __future__ import annotations
 
-import builtins
-
 import asyncio
+import builtins
 import dataclasses
 import logging
 import time
@@ -32,9 +31,9 @@ from graphmem.llm.calls import LLMCaller
 from graphmem.llm.outputs import EvolutionDecision, NoteEnrichment
 from graphmem.llm.prompts import answer_messages, enrich_messages, evolve_messages
 from graphmem.models import (
+    FOLLOWS_REASON,
     AddResult,
     AskResult,
-    FOLLOWS_REASON,
     EnrichmentStatus,
     Link,
     LinkType,
@@ -51,9 +50,9 @@ from graphmem.service.context import build_context
 from graphmem.service.text import (
     check_note_text,
     embed_text,
-    validate_label,
     parse_event_time,
     validate_content,
+    validate_label,
     validate_metadata,
 )
 from graphmem.store.neo4j_store import AddWrite, LinkedNote, NeighbourUpdate, Neo4jNoteStore, SearchFilters
@@ -67,6 +66,7 @@ _RRF_K = 60  # the usual reciprocal-rank-fusion constant
 
 
 TOUCH_DELAY = 0.5  # seconds between writes of retrieval statistics
+
 
 class NoteInput(BaseModel):
     """One note to add in bulk (import, LoCoMo ingest, benchmarks)."""
@@ -454,7 +454,9 @@ class AsyncMemoryService:
         done = 0
         # Embed chunk i+1 (a worker thread; onnxruntime releases the GIL) while chunk i is written:
         # the two overlap instead of taking turns.
-        next_vectors = asyncio.ensure_future(self._embed([embed_text(n, variant) for n in chunks[0]])) if chunks else None
+        next_vectors = (
+            asyncio.ensure_future(self._embed([embed_text(n, variant) for n in chunks[0]])) if chunks else None
+        )
         try:
             for i, chunk in enumerate(chunks):
                 assert next_vectors is not None
@@ -750,7 +752,6 @@ def _checked_filters(filters: SearchFilters) -> SearchFilters:
     return dataclasses.replace(
         filters, tags_any=tags, category=validate_label(filters.category, 200, what="category filter")
     )
-
 
 
 def _attach_links(hits: builtins.list[SearchHit], linked: Sequence[LinkedNote]) -> builtins.list[SearchHit]:

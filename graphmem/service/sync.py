@@ -6,9 +6,8 @@ it and waits. No hand-kept sync copy of the algorithm exists, so the two can nev
 
 from __future__ import annotations
 
-import builtins
-
 import asyncio
+import builtins
 import threading
 from collections.abc import Coroutine, Iterable, Sequence
 from datetime import datetime

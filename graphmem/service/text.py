@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from graphmem.errors import InvalidInputError
@@ -86,7 +86,7 @@ def parse_event_time(value: datetime | str | None) -> tuple[datetime | None, str
     if value is None:
         return None, None
     if isinstance(value, datetime):
-        return (value if value.tzinfo else value.replace(tzinfo=timezone.utc)), None
+        return (value if value.tzinfo else value.replace(tzinfo=UTC)), None
     if not isinstance(value, str):
         raise InvalidInputError("event_time must be a datetime or text")
     text = validate_content(value, 200, what="event_time")
@@ -101,7 +101,7 @@ def parse_event_time(value: datetime | str | None) -> tuple[datetime | None, str
             except ValueError:
                 continue
     if parsed is not None and parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
+        parsed = parsed.replace(tzinfo=UTC)
     return parsed, text
 
 

@@ -12,9 +12,24 @@ if TYPE_CHECKING:
     from graphmem.service.memory import AsyncMemoryService
 
 RECORD_FIELDS = (
-    "id", "content", "event_time", "event_time_text", "created_at", "updated_at", "keywords", "tags",
-    "context", "category", "source_id", "metadata", "enrichment", "retrieval_count", "last_accessed",
-    "version", "embedding", "links",
+    "id",
+    "content",
+    "event_time",
+    "event_time_text",
+    "created_at",
+    "updated_at",
+    "keywords",
+    "tags",
+    "context",
+    "category",
+    "source_id",
+    "metadata",
+    "enrichment",
+    "retrieval_count",
+    "last_accessed",
+    "version",
+    "embedding",
+    "links",
 )
 _PAGE = 500
 
@@ -27,8 +42,14 @@ async def export_records(svc: AsyncMemoryService, scope: Scope) -> list[dict[str
         for note, links in page:
             rec = note.model_dump(mode="json", exclude={"scope"})
             rec["links"] = [
-                {"target_id": l.target_id, "type": l.type.value, "reason": l.reason, "strength": l.strength,
-                 "created_at": l.created_at.isoformat() if l.created_at else None, "caused_by": l.caused_by}
+                {
+                    "target_id": l.target_id,
+                    "type": l.type.value,
+                    "reason": l.reason,
+                    "strength": l.strength,
+                    "created_at": l.created_at.isoformat() if l.created_at else None,
+                    "caused_by": l.caused_by,
+                }
                 for l in links
             ]
             out.append(rec)
@@ -57,7 +78,11 @@ async def import_records(svc: AsyncMemoryService, records: list[dict[str, Any]],
         try:
             note = Note(
                 scope=scope,
-                **{k: rec[k] for k in RECORD_FIELDS if k in rec and k not in ("embedding", "links") and rec[k] is not None},
+                **{
+                    k: rec[k]
+                    for k in RECORD_FIELDS
+                    if k in rec and k not in ("embedding", "links") and rec[k] is not None
+                },
             )
             note.content = validate_content(note.content, svc.settings.max_content_chars)
             check_note_text(note)
@@ -84,9 +109,17 @@ async def import_records(svc: AsyncMemoryService, records: list[dict[str, Any]],
         links = []
         for l in rec.get("links") or []:
             try:
-                links.append(Link(source_id=note.id, target_id=l["target_id"], type=LinkType(l["type"]),
-                                  reason=l.get("reason") or "", strength=l.get("strength", 0.5),
-                                  created_at=_dt(l.get("created_at")), caused_by=l.get("caused_by")))
+                links.append(
+                    Link(
+                        source_id=note.id,
+                        target_id=l["target_id"],
+                        type=LinkType(l["type"]),
+                        reason=l.get("reason") or "",
+                        strength=l.get("strength", 0.5),
+                        created_at=_dt(l.get("created_at")),
+                        caused_by=l.get("caused_by"),
+                    )
+                )
             except (KeyError, ValueError) as exc:
                 raise InvalidInputError(f"note {note.id}: bad link {l!r:.80}: {exc}") from None
         if links:

@@ -20,7 +20,6 @@ from typing import Any
 
 from neo4j import READ_ACCESS, AsyncDriver, AsyncGraphDatabase, AsyncManagedTransaction
 from neo4j.exceptions import AuthError, ClientError, Neo4jError, ServiceUnavailable, SessionExpired, TransientError
-
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_delay, wait_exponential
 
 from graphmem import queries
@@ -174,12 +173,14 @@ def lucene_query(text: str, max_terms: int = 32) -> str | None:
 # driver's retries (e.g. DatabaseUnavailable while the server starts or stops), and transactions the
 # server terminated (shutdown, time limit), which the driver reports as ClientError and never retries.
 _UNAVAILABLE = (ServiceUnavailable, SessionExpired, AuthError, TransientError, OSError)
-_TERMINATED = frozenset({
-    "Neo.ClientError.Transaction.Terminated",
-    "Neo.ClientError.Transaction.LockClientStopped",
-    "Neo.ClientError.Transaction.TransactionTimedOut",
-    "Neo.ClientError.Transaction.TransactionTimedOutClientConfiguration",
-})
+_TERMINATED = frozenset(
+    {
+        "Neo.ClientError.Transaction.Terminated",
+        "Neo.ClientError.Transaction.LockClientStopped",
+        "Neo.ClientError.Transaction.TransactionTimedOut",
+        "Neo.ClientError.Transaction.TransactionTimedOutClientConfiguration",
+    }
+)
 
 
 def _unavailable(exc: Exception) -> bool:
@@ -368,9 +369,7 @@ class Neo4jNoteStore:
                     "links/create",
                     source_id=write.note.id,
                     **scope,
-                    links=[
-                        _link_row(l) for l in write.links
-                    ],
+                    links=[_link_row(l) for l in write.links],
                     now=now,
                     caused_by=write.note.id,
                 )
@@ -470,9 +469,7 @@ class Neo4jNoteStore:
                 "links/create",
                 source_id=source_id,
                 **scope.params(),
-                links=[
-                    _link_row(l) for l in links
-                ],
+                links=[_link_row(l) for l in links],
                 now=now,
                 caused_by=caused_by,
             )
@@ -522,9 +519,7 @@ class Neo4jNoteStore:
         return [note_from_record(r["note"]) for r in rows]
 
     async def export(self, scope: Scope, *, limit: int, offset: int) -> list[tuple[Note, list[Link]]]:
-        rows = await self._read(
-            lambda tx: self._run(tx, "notes/export", **scope.params(), skip=offset, limit=limit)
-        )
+        rows = await self._read(lambda tx: self._run(tx, "notes/export", **scope.params(), skip=offset, limit=limit))
         out = []
         for r in rows:
             note = note_from_record(r["note"])
@@ -653,9 +648,7 @@ class Neo4jNoteStore:
         fetch_k = k * over_fetch * 4
         while True:
             try:
-                rows = await self._query(
-                    "search/fulltext", lucene=lucene, fetch_k=fetch_k, k=k, **scope.params(), **f
-                )
+                rows = await self._query("search/fulltext", lucene=lucene, fetch_k=fetch_k, k=k, **scope.params(), **f)
             except ClientError as exc:  # a query Lucene still cannot parse: no full-text hits, not a crash
                 log.warning("full-text query rejected: %s", exc.code)
                 return []
@@ -693,8 +686,8 @@ def _linked_note(r: Mapping[str, Any]) -> LinkedNote:
 __all__ = [
     "AddWrite",
     "LinkedNote",
-    "Neo4jNoteStore",
     "NeighbourUpdate",
+    "Neo4jNoteStore",
     "SearchFilters",
     "content_sha",
     "lucene_query",

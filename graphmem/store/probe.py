@@ -43,7 +43,9 @@ class _Process(Protocol):
     def poll(self) -> int | None: ...
 
 
-def explain(exc: BaseException, uri: str, username: str | None = None, database: str = "neo4j") -> StoreUnavailableError:
+def explain(
+    exc: BaseException, uri: str, username: str | None = None, database: str = "neo4j"
+) -> StoreUnavailableError:
     """Turn a driver exception into a StoreUnavailableError whose message names the setting to fix."""
     if isinstance(exc, StoreUnavailableError):
         return exc

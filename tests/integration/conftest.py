@@ -21,9 +21,7 @@ def embedder(settings: Settings) -> Embeddings:
 
 
 @pytest_asyncio.fixture(loop_scope="session")
-async def make_service(
-    settings: Settings, embedder: Embeddings, scope: Any
-) -> AsyncIterator[Callable[..., Any]]:
+async def make_service(settings: Settings, embedder: Embeddings, scope: Any) -> AsyncIterator[Callable[..., Any]]:
     """Factory: `await make_service(responder=..., **setting_overrides)` -> (service, chat model).
 
     Depends on `scope` so that services close (and their background writes finish) before the
@@ -31,7 +29,9 @@ async def make_service(
     """
     made: list[AsyncMemoryService] = []
 
-    async def factory(responder: Responder | None = None, **overrides: Any) -> tuple[AsyncMemoryService, ScriptedChatModel]:
+    async def factory(
+        responder: Responder | None = None, **overrides: Any
+    ) -> tuple[AsyncMemoryService, ScriptedChatModel]:
         model = ScriptedChatModel(responder or amem_responder())
         svc = await AsyncMemoryService.create(
             settings.model_copy(update=overrides), chat_model=model, embedder=embedder

@@ -29,7 +29,8 @@ async def test_add_with_follows_links_turn_to_previous_turn(make_service: Any, s
     rows = graph.q(
         "MATCH (a:Note {id: $a})-[r:FOLLOWS]->(b:Note {id: $b}) RETURN r.reason AS reason, r.strength AS strength, "
         "r.user_id AS user_id, r.caused_by AS caused_by",
-        a=second.note.id, b=first.note.id,
+        a=second.note.id,
+        b=first.note.id,
     )
     assert rows == [{"reason": FOLLOWS_REASON, "strength": 1.0, "user_id": scope.user_id, "caused_by": second.note.id}]
 
@@ -56,10 +57,14 @@ async def test_follows_must_name_a_note_of_the_same_scope(make_service: Any, sco
         await svc.delete(theirs.note.id, other)
 
 
-async def test_bulk_turns_follow_in_order_and_a_rerun_repairs_nothing_twice(make_service: Any, scope: Scope, graph: Any) -> None:
+async def test_bulk_turns_follow_in_order_and_a_rerun_repairs_nothing_twice(
+    make_service: Any, scope: Scope, graph: Any
+) -> None:
     svc, _ = await make_service()
-    items = [NoteInput(content=t, note_id=f"turn-{i}", event_time=w, follows=f"turn-{i - 1}" if i else None)
-             for i, (t, w) in enumerate(TURNS)]
+    items = [
+        NoteInput(content=t, note_id=f"turn-{i}", event_time=w, follows=f"turn-{i - 1}" if i else None)
+        for i, (t, w) in enumerate(TURNS)
+    ]
     # A turn may name one later in the batch: the links are written after every note.
     items.append(NoteInput(content="Ada: (an aside about the weather)", note_id="turn-x", follows="turn-2"))
     for _ in range(2):
@@ -71,15 +76,17 @@ async def test_bulk_turns_follow_in_order_and_a_rerun_repairs_nothing_twice(make
     assert chain == [{"a": "turn-1", "b": "turn-0"}, {"a": "turn-2", "b": "turn-1"}, {"a": "turn-x", "b": "turn-2"}]
 
 
-async def test_search_brings_the_turns_around_a_hit_and_ask_writes_them_dated(
-    make_service: Any, scope: Scope
-) -> None:
+async def test_search_brings_the_turns_around_a_hit_and_ask_writes_them_dated(make_service: Any, scope: Scope) -> None:
     svc, model = await make_service(amem_responder(answer="salmon"), enable_enrichment=False, search_mode="hybrid")
     ids = await svc.add_many(
-        [NoteInput(content=t, note_id=f"t{i}", event_time=w, follows=f"t{i - 1}" if i else None)
-         for i, (t, w) in enumerate(TURNS)]
-        + [NoteInput(content=f"Ben: filler remark number {i} about football.", event_time="9 June, 2023")
-           for i in range(12)],
+        [
+            NoteInput(content=t, note_id=f"t{i}", event_time=w, follows=f"t{i - 1}" if i else None)
+            for i, (t, w) in enumerate(TURNS)
+        ]
+        + [
+            NoteInput(content=f"Ben: filler remark number {i} about football.", event_time="9 June, 2023")
+            for i in range(12)
+        ],
         scope,
     )
     assert len(ids) == 15
@@ -101,8 +108,9 @@ async def test_search_brings_the_turns_around_a_hit_and_ask_writes_them_dated(
 
 async def test_ask_keeps_the_context_within_the_budget(make_service: Any, scope: Scope) -> None:
     svc, _ = await make_service(amem_responder(answer="ok"), enable_enrichment=False)
-    await svc.add_many([NoteInput(content=f"Note {i}: " + "word " * 30, event_time=f"{i + 1} May, 2023")
-                        for i in range(20)], scope)
+    await svc.add_many(
+        [NoteInput(content=f"Note {i}: " + "word " * 30, event_time=f"{i + 1} May, 2023") for i in range(20)], scope
+    )
     for budget in (60, 200, 500):
         res = await svc.ask("word", scope, k=20, token_budget=budget)
         assert 0 < res.context_tokens <= budget
@@ -114,13 +122,17 @@ async def test_retrieval_statistics_are_batched_and_counted(
 ) -> None:
     monkeypatch.setattr(memory, "TOUCH_DELAY", 3600.0)
     svc, _ = await make_service(enable_enrichment=False, search_mode="vector")
-    await svc.add_many([NoteInput(content=f"fact number {i} about gardening", note_id=f"g{i}") for i in range(5)], scope)
+    await svc.add_many(
+        [NoteInput(content=f"fact number {i} about gardening", note_id=f"g{i}") for i in range(5)], scope
+    )
     for _ in range(7):
         assert len(await svc.search("gardening", scope, k=2)) == 2
 
     def stats() -> dict[str, Any]:
-        return graph.q("MATCH (n:Note {user_id: $u}) RETURN sum(n.retrieval_count) AS c, "
-                       "count(n.last_accessed) AS touched", u=scope.user_id)[0]
+        return graph.q(
+            "MATCH (n:Note {user_id: $u}) RETURN sum(n.retrieval_count) AS c, count(n.last_accessed) AS touched",
+            u=scope.user_id,
+        )[0]
 
     assert stats() == {"c": 0, "touched": 0}  # nothing written per search
     await svc.flush()
@@ -138,8 +150,11 @@ async def test_full_text_finds_this_scope_when_other_scopes_flood_the_index(
     crowd = Scope(user_id=scope.user_id, agent_id="crowd")
     try:
         await svc.add_many([NoteInput(content=f"kitten kitten kitten salmon number {i}") for i in range(2000)], crowd)
-        await svc.add_many([NoteInput(content=f"Ada's kitten likes salmon, fact {i}.", note_id=f"mine-{i}") for i in range(3)]
-                           + [NoteInput(content="Ben repairs sailboats.")], scope)
+        await svc.add_many(
+            [NoteInput(content=f"Ada's kitten likes salmon, fact {i}.", note_id=f"mine-{i}") for i in range(3)]
+            + [NoteInput(content="Ben repairs sailboats.")],
+            scope,
+        )
         hits = await svc.store.fulltext_search("kitten salmon", scope, k=5)
         assert sorted(n.id for n, _ in hits) == ["mine-0", "mine-1", "mine-2"]
         assert all(n.scope == scope for n, _ in hits)

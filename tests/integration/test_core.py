@@ -10,8 +10,8 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from graphmem.errors import ConflictError, InvalidInputError, NoteNotFoundError
 from graphmem.models import FOLLOWS_REASON, EnrichmentStatus, LinkType, Scope, SearchHit
-from graphmem.store.neo4j_store import SearchFilters
 from graphmem.service.text import embed_text
+from graphmem.store.neo4j_store import SearchFilters
 from tests.fakes import amem_responder, shown_ids, step_of, text_reply, tool_reply
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -24,7 +24,9 @@ def cosine(a: list[float], b: list[float]) -> float:
 
 async def test_add_writes_enriched_note_with_embedding(make_service: Any, scope: Scope, graph: Any) -> None:
     svc, _ = await make_service()
-    result = await svc.add("Caroline adopted a golden retriever named Max in May.", scope, event_time="1:56 pm on 8 May, 2023")
+    result = await svc.add(
+        "Caroline adopted a golden retriever named Max in May.", scope, event_time="1:56 pm on 8 May, 2023"
+    )
     assert result.created
     rows = graph.q("MATCH (n:Note {id: $id}) RETURN n", id=result.note.id)
     node = rows[0]["n"]
@@ -52,7 +54,8 @@ async def test_links_and_evolution_land_in_one_add(make_service: Any, scope: Sco
 
     rel = graph.q(
         "MATCH (a:Note {id: $a})-[r]->(b:Note {id: $b}) WHERE type(r) <> 'PREVIOUS_VERSION' RETURN type(r) AS t, properties(r) AS r",
-        a=second.note.id, b=first.note.id,
+        a=second.note.id,
+        b=first.note.id,
     )
     assert [r["t"] for r in rel] == ["SUPPORTS"]
     props = rel[0]["r"]
@@ -65,9 +68,7 @@ async def test_links_and_evolution_land_in_one_add(make_service: Any, scope: Sco
     assert neighbour["context"] == "Updated context after a related note."
     assert neighbour["tags"] == ["evolved", "personal"]
     assert neighbour["content"] == "Melanie runs a pottery studio in Portland."  # content never evolves
-    versions = graph.q(
-        "MATCH (:Note {id: $id})-[:PREVIOUS_VERSION]->(v:NoteVersion) RETURN v", id=first.note.id
-    )
+    versions = graph.q("MATCH (:Note {id: $id})-[:PREVIOUS_VERSION]->(v:NoteVersion) RETURN v", id=first.note.id)
     assert len(versions) == 1
     v = versions[0]["v"]
     assert v["version"] == 1 and v["tags"] == first.note.tags and v["context"] == first.note.context
@@ -90,9 +91,7 @@ async def test_hallucinated_id_and_unknown_type_are_rejected(make_service: Any, 
     assert len(b.links) == 1
     assert any("invented-id" in r for r in b.rejected)
     assert any("LOVES" in r or "type" in r for r in b.rejected)
-    rels = graph.q(
-        "MATCH (n:Note {user_id: $u})-[r]-() RETURN DISTINCT type(r) AS t", u=scope.user_id
-    )
+    rels = graph.q("MATCH (n:Note {user_id: $u})-[r]-() RETURN DISTINCT type(r) AS t", u=scope.user_id)
     assert {r["t"] for r in rels} == {"SUPPORTS"}
     assert graph.q("MATCH (n:Note {id: 'invented-id-0000'}) RETURN n") == []
     assert a.note.id in {l.target_id for l in b.links}
@@ -106,11 +105,16 @@ async def test_ids_echoed_with_the_prompt_label_are_matched_exactly(make_service
         if step_of(messages) != "evolve":
             return base(messages)
         real = shown_ids(messages)[0]
-        return tool_reply("EvolutionDecision", {
-            "links": [{"target_id": f"id:{real}x", "type": "RELATED_TO", "reason": "near miss", "strength": 0.5},
-                      {"target_id": f"'ID: {real.upper()}'", "type": "SUPPORTS", "reason": "label", "strength": 0.7}],
-            "neighbour_updates": [],
-        })
+        return tool_reply(
+            "EvolutionDecision",
+            {
+                "links": [
+                    {"target_id": f"id:{real}x", "type": "RELATED_TO", "reason": "near miss", "strength": 0.5},
+                    {"target_id": f"'ID: {real.upper()}'", "type": "SUPPORTS", "reason": "label", "strength": 0.7},
+                ],
+                "neighbour_updates": [],
+            },
+        )
 
     svc, _ = await make_service(respond)
     a = await svc.add("Jon lost his job as a banker.", scope)
@@ -131,7 +135,11 @@ async def test_update_that_pastes_another_notes_context_is_refused(make_service:
         new_context = str(messages[-1].content).split("context: ", 1)[1].split("\n", 1)[0]
         updates = [{"note_id": i, "context": f"  {new_context.upper()} ", "tags": ["copied"]} for i in ids]
         if len(ids) > 1:
-            updates[-1] = {"note_id": ids[-1], "context": "Jon's banking job ended before the studio opened.", "tags": None}
+            updates[-1] = {
+                "note_id": ids[-1],
+                "context": "Jon's banking job ended before the studio opened.",
+                "tags": None,
+            }
         return tool_reply("EvolutionDecision", {"links": [], "neighbour_updates": updates})
 
     svc, _ = await make_service(respond)
@@ -290,14 +298,25 @@ async def test_one_hop_search_in_one_query_equals_search_then_expand(
         items, prev = [], None
         for i in range(40):
             nid = f"{scope.user_id}-n{i}"
-            items.append(NoteInput(content=f"Mia talked about her {topics[i % 5]} on day {i}.", note_id=nid,
-                                   tags=["even" if i % 2 == 0 else "odd"], follows=prev))
+            items.append(
+                NoteInput(
+                    content=f"Mia talked about her {topics[i % 5]} on day {i}.",
+                    note_id=nid,
+                    tags=["even" if i % 2 == 0 else "odd"],
+                    follows=prev,
+                )
+            )
             prev = nid
         await svc.add_many(items, scope)
         await svc.link(f"{scope.user_id}-n1", f"{scope.user_id}-n20", scope, "SUPPORTS", "lessons on the boat", 0.9)
         # 300 near-copies in another scope outrank this scope's notes for most queries
-        await svc.add_many([NoteInput(content=f"Mia talked about her sailing boat on day {i}!", note_id=f"{other.user_id}-{i}")
-                            for i in range(300)], other)
+        await svc.add_many(
+            [
+                NoteInput(content=f"Mia talked about her sailing boat on day {i}!", note_id=f"{other.user_id}-{i}")
+                for i in range(300)
+            ],
+            other,
+        )
         per_hit = svc.settings.links_per_hit
         fetches: list[int] = []
         query_fn = svc.store._query
@@ -312,12 +331,17 @@ async def test_one_hop_search_in_one_query_equals_search_then_expand(
             for k in (1, 5, 12):
                 one = await svc.search(query, scope, k=k, mode="links", filters=flt)
                 vec = await svc.embedder.aembed_query(query)
-                found = await svc.store.vector_search(vec, scope, k, filters=flt, over_fetch=svc.settings.over_fetch_ratio)
+                found = await svc.store.vector_search(
+                    vec, scope, k, filters=flt, over_fetch=svc.settings.over_fetch_ratio
+                )
                 ids = [n.id for n, _ in found]
-                two = _attach_links([SearchHit(note=n, score=s, found_by=["vector"]) for n, s in found],
-                                    await svc.store.expand_links(ids, scope, per_hit, exclude_ids=ids))
+                two = _attach_links(
+                    [SearchHit(note=n, score=s, found_by=["vector"]) for n, s in found],
+                    await svc.store.expand_links(ids, scope, per_hit, exclude_ids=ids),
+                )
                 assert [(h.note.id, h.found_by, [(v.from_id, v.type) for v in h.linked_via]) for h in one] == [
-                    (h.note.id, h.found_by, [(v.from_id, v.type) for v in h.linked_via]) for h in two]
+                    (h.note.id, h.found_by, [(v.from_id, v.type) for v in h.linked_via]) for h in two
+                ]
                 assert [round(h.score, 6) for h in one] == [round(h.score, 6) for h in two]
                 assert all(h.note.scope == scope for h in one)
                 assert sum(h.found_by == ["vector"] for h in one) == k

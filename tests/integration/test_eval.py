@@ -154,8 +154,16 @@ async def test_bench_on_tiny_sizes(make_service: Any, tmp_path: Path) -> None:
     result = await run_bench(svc, cfg)
     assert [r["size"] for r in result["sizes"]] == [40, 80]
     for r in result["sizes"]:
-        for key in ("vector", "vector_with_embedding", "links", "links_with_embedding", "index_ids_only",
-                    "numpy_exact", "brute_force_cypher", "query_embedding"):
+        for key in (
+            "vector",
+            "vector_with_embedding",
+            "links",
+            "links_with_embedding",
+            "index_ids_only",
+            "numpy_exact",
+            "brute_force_cypher",
+            "query_embedding",
+        ):
             assert r[key]["p50_ms"] > 0 and r[key]["p95_ms"] >= r[key]["p50_ms"], key
         assert 0.0 <= r["recall@10"] <= 1.0
         assert r["brute_force_recall@10"] == pytest.approx(1.0)  # exact scan = exact NumPy
@@ -175,8 +183,23 @@ def test_bench_cli_writes_json(tmp_path: Path) -> None:
     user = f"benchcli{uuid.uuid4().hex[:6]}"
     res = CliRunner().invoke(
         app,
-        ["bench", "--sizes", "200", "--repetitions", "3", "--warmup", "1", "--queries", "3", "--brute-reps", "2",
-         "--scope-user", user, "--out", str(tmp_path)],
+        [
+            "bench",
+            "--sizes",
+            "200",
+            "--repetitions",
+            "3",
+            "--warmup",
+            "1",
+            "--queries",
+            "3",
+            "--brute-reps",
+            "2",
+            "--scope-user",
+            user,
+            "--out",
+            str(tmp_path),
+        ],
     )
     assert res.exit_code == 0, res.output
     data = json.loads((tmp_path / "bench.json").read_text())

@@ -96,9 +96,13 @@ def test_delete_scope_removes_only_that_scope(neo4j_driver: Driver, settings: Se
             database_=settings.neo4j_database,
         )
     query = queries.load("admin/delete_scope")
-    records, _, _ = neo4j_driver.execute_query(query.text, query.bind(**scope.params()), database_=settings.neo4j_database)
+    records, _, _ = neo4j_driver.execute_query(
+        query.text, query.bind(**scope.params()), database_=settings.neo4j_database
+    )
     assert records[0]["deleted"] == 1
-    records, _, _ = neo4j_driver.execute_query(query.text, query.bind(**other.params()), database_=settings.neo4j_database)
+    records, _, _ = neo4j_driver.execute_query(
+        query.text, query.bind(**other.params()), database_=settings.neo4j_database
+    )
     assert records[0]["deleted"] == 1
 
 

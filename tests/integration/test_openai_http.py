@@ -18,7 +18,13 @@ def _script(body: dict[str, Any]) -> tuple[int, dict[str, str], Any]:
     tools = body.get("tools") or []
     name = tools[0]["function"]["name"] if tools else None
     if name == "NoteEnrichment":
-        return 200, {}, completion(name, {"keywords": ["violin", "lessons"], "context": "Music practice.", "tags": ["music", "hobby"]})
+        return (
+            200,
+            {},
+            completion(
+                name, {"keywords": ["violin", "lessons"], "context": "Music practice.", "tags": ["music", "hobby"]}
+            ),
+        )
     if name == "EvolutionDecision":
         return 200, {}, completion(name, {"links": [], "neighbour_updates": []})
     return 200, {}, completion(text="stub answer")
@@ -40,10 +46,12 @@ async def test_add_and_ask_through_chat_openai(make_service: Any, scope: Scope) 
 
 
 async def test_rate_limit_and_server_error_are_retried(make_service: Any, scope: Scope) -> None:
-    sequence = iter([
-        (429, {"retry-after": "0.1"}, {"error": {"message": "slow down", "type": "rate_limit"}}),
-        (500, {}, {"error": {"message": "boom", "type": "server_error"}}),
-    ])
+    sequence = iter(
+        [
+            (429, {"retry-after": "0.1"}, {"error": {"message": "slow down", "type": "rate_limit"}}),
+            (500, {}, {"error": {"message": "boom", "type": "server_error"}}),
+        ]
+    )
 
     def script(body: dict[str, Any]) -> tuple[int, dict[str, str], Any]:
         return next(sequence, None) or _script(body)

@@ -30,7 +30,7 @@ async def test_bootstrap_creates_everything_and_is_idempotent(settings: Settings
         await store.close()
     assert sorted(map(str, first)) == sorted(map(str, second))
     by_name = {r["name"]: r for r in second}
-    assert EXPECTED_INDEXES <= set(by_name)
+    assert set(by_name) >= EXPECTED_INDEXES
     assert all(by_name[n]["state"] == "ONLINE" for n in EXPECTED_INDEXES)
     assert by_name["note_embedding"]["type"] == "VECTOR" and by_name["note_text"]["type"] == "FULLTEXT"
     constraints = graph.q("SHOW CONSTRAINTS YIELD name, type, properties RETURN name, type, properties")
@@ -60,7 +60,11 @@ async def test_vector_index_orders_hand_made_vectors(settings: Settings, scope: 
         graph.q(
             "CREATE (n:Note {id: $id, user_id: $u, agent_id: $a, run_id: $r, content: $id}) "
             "WITH n CALL db.create.setNodeVectorProperty(n, 'embedding', $v)",
-            id=f"{scope.user_id}-{name}", u=scope.user_id, a=scope.agent_id, r=scope.run_id, v=v,
+            id=f"{scope.user_id}-{name}",
+            u=scope.user_id,
+            a=scope.agent_id,
+            r=scope.run_id,
+            v=v,
         )
     graph.q("CALL db.awaitIndexes(60)")
     # Index updates are asynchronous: poll briefly until all four are visible.
@@ -68,7 +72,8 @@ async def test_vector_index_orders_hand_made_vectors(settings: Settings, scope: 
         found = graph.q(
             "CALL db.index.vector.queryNodes('note_embedding', 10000, $q) YIELD node, score "
             "WHERE node.user_id = $u RETURN node.content AS id, score ORDER BY score DESC",
-            q=vec(1.0, 0.0), u=scope.user_id,
+            q=vec(1.0, 0.0),
+            u=scope.user_id,
         )
         if len(found) == 4:
             break

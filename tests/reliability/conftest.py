@@ -106,7 +106,9 @@ class Graph:
     def __init__(self, settings: Settings) -> None:
         from neo4j import GraphDatabase
 
-        self.driver = GraphDatabase.driver(settings.neo4j_uri, auth=settings.neo4j_auth, notifications_min_severity="OFF")
+        self.driver = GraphDatabase.driver(
+            settings.neo4j_uri, auth=settings.neo4j_auth, notifications_min_severity="OFF"
+        )
         self.database = settings.neo4j_database
 
     def q(self, cypher: str, **params: Any) -> list[dict[str, Any]]:

@@ -127,7 +127,7 @@ class FaultyOpenAI:
             def log_message(self, *args: Any) -> None:
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("content-length", 0)))
                 body = json.loads(raw or b"{}")
                 body["_headers"] = {k.lower(): v for k, v in self.headers.items()}

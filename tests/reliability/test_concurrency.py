@@ -33,7 +33,9 @@ def evolving_responder(messages: list[BaseMessage]) -> AIMessage:
     step = step_of(messages)
     if step == "enrich":
         words = [w.strip(".,").lower() for w in str(messages[-1].content).split() if len(w) > 3]
-        return tool_reply("NoteEnrichment", {"keywords": words[:4], "context": "A note in a busy scope.", "tags": ["load"]})
+        return tool_reply(
+            "NoteEnrichment", {"keywords": words[:4], "context": "A note in a busy scope.", "tags": ["load"]}
+        )
     if step == "evolve":
         ids = shown_ids(messages)
         new = _NEW_NOTE.search(str(messages[-1].content))
@@ -42,7 +44,9 @@ def evolving_responder(messages: list[BaseMessage]) -> AIMessage:
             "EvolutionDecision",
             {
                 "links": [{"target_id": ids[0], "type": "RELATED_TO", "reason": "shared topic", "strength": 0.7}],
-                "neighbour_updates": [{"note_id": ids[0], "context": f"Evolved by {marker}.", "tags": ["evolved"], "keywords": None}],
+                "neighbour_updates": [
+                    {"note_id": ids[0], "context": f"Evolved by {marker}.", "tags": ["evolved"], "keywords": None}
+                ],
             },
         )
     return text_reply("ok")
@@ -55,7 +59,9 @@ SIZES = [
 
 
 @pytest.mark.parametrize("size", SIZES)
-async def test_concurrent_writers_lose_nothing(size: tuple[int, int], make_service: Any, user_scope: Scope, graph: Any) -> None:
+async def test_concurrent_writers_lose_nothing(
+    size: tuple[int, int], make_service: Any, user_scope: Scope, graph: Any
+) -> None:
     writers, per_writer = size
     scope = user_scope
     embedder = ClusterEmbedder(clusters=2)  # two topics: every note's neighbours are shared by all writers
@@ -69,7 +75,9 @@ async def test_concurrent_writers_lose_nothing(size: tuple[int, int], make_servi
         for i in range(per_writer):
             started = time.perf_counter()
             try:
-                res = await svc.add(f"Writer {w} note {i} about topic-{i % 2} and shared plans.", scope, note_id=f"w{w}-n{i}")
+                res = await svc.add(
+                    f"Writer {w} note {i} about topic-{i % 2} and shared plans.", scope, note_id=f"w{w}-n{i}"
+                )
             except Exception as exc:  # any error reaching the caller is a failure of this scenario
                 errors.append(f"w{w}-n{i}: {type(exc).__module__}.{type(exc).__name__}: {exc}")
                 continue
@@ -87,7 +95,8 @@ async def test_concurrent_writers_lose_nothing(size: tuple[int, int], make_servi
 
     # 1. every acknowledged note is present exactly once (by id and by content), nothing else is
     rows = graph.q(
-        "MATCH (n:Note {user_id: $user_id, agent_id: $agent_id, run_id: $run_id}) RETURN n.id AS id, n.content AS c", **sp
+        "MATCH (n:Note {user_id: $user_id, agent_id: $agent_id, run_id: $run_id}) RETURN n.id AS id, n.content AS c",
+        **sp,
     )
     ids = Counter(r["id"] for r in rows)
     contents = Counter(r["c"] for r in rows)
@@ -107,7 +116,9 @@ async def test_concurrent_writers_lose_nothing(size: tuple[int, int], make_servi
     assert {(l["a"], l["b"], l["t"]) for l in links} == acked_links
 
     # 3. no neighbour update lost: one NoteVersion per acknowledged evolution, versions 1..v-1
-    evolutions = [(c.note_id, r.note.id, c.after["version"], c.after["context"]) for r in acked.values() for c in r.evolved]
+    evolutions = [
+        (c.note_id, r.note.id, c.after["version"], c.after["context"]) for r in acked.values() for c in r.evolved
+    ]
     versions = graph.q(
         "MATCH (n:Note {user_id: $user_id, agent_id: $agent_id, run_id: $run_id}) "
         "OPTIONAL MATCH (n)-[:PREVIOUS_VERSION]->(v:NoteVersion) "
@@ -138,10 +149,17 @@ async def test_concurrent_writers_lose_nothing(size: tuple[int, int], make_servi
     record(
         f"concurrency-{'full' if writers * per_writer > 200 else 'ci'}",
         {
-            "writers": writers, "notes": len(acked), "links": len(links), "evolutions": len(evolutions),
-            "versions_stored": stored_versions, "most_evolved_neighbour_versions": hot, "errors": len(errors),
-            "seconds": round(elapsed, 1), "adds_per_s": round(len(acked) / elapsed, 1),
-            "add_p50_ms": round(percentile(latencies, 50) * 1000, 1), "add_p95_ms": round(percentile(latencies, 95) * 1000, 1),
+            "writers": writers,
+            "notes": len(acked),
+            "links": len(links),
+            "evolutions": len(evolutions),
+            "versions_stored": stored_versions,
+            "most_evolved_neighbour_versions": hot,
+            "errors": len(errors),
+            "seconds": round(elapsed, 1),
+            "adds_per_s": round(len(acked) / elapsed, 1),
+            "add_p50_ms": round(percentile(latencies, 50) * 1000, 1),
+            "add_p95_ms": round(percentile(latencies, 95) * 1000, 1),
             "table": {
                 "scenario": f"concurrent writers ({writers} x {per_writer})",
                 "injected": "one scope, 2 topics: every add links to and evolves a shared neighbour",

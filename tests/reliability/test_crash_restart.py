@@ -16,7 +16,7 @@ import shutil
 import signal
 import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -27,10 +27,10 @@ from pydantic import SecretStr
 from graphmem.config import Settings
 from graphmem.errors import StoreUnavailableError
 from graphmem.local.neo4j_server import LocalNeo4j
+from graphmem.local.process import tail
 from graphmem.models import Scope
 from graphmem.service.memory import AsyncMemoryService, NoteInput
 from tests.fakes import ScriptedChatModel, amem_responder
-from graphmem.local.process import tail
 from tests.reliability.support import OUT, ClusterEmbedder, TcpProxy, record
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -70,7 +70,7 @@ class Ingest:
                 failures += 1
                 await asyncio.wait_for(self.up.wait(), 600)  # resume: the same chunk, the same ids
                 continue
-            except Exception as exc:  # noqa: BLE001 - anything else reaching the caller is a failure
+            except Exception as exc:
                 self.unexpected.append(f"{type(exc).__module__}.{type(exc).__name__}: {exc}")
                 failures += 1
                 await asyncio.wait_for(self.up.wait(), 600)
@@ -90,13 +90,15 @@ class Ingest:
         return self.chunk_acked.is_set() and not task.done()
 
 
-async def search_until_error(svc: AsyncMemoryService, scope: Scope, started: asyncio.Event) -> tuple[BaseException | None, float]:
+async def search_until_error(
+    svc: AsyncMemoryService, scope: Scope, started: asyncio.Event
+) -> tuple[BaseException | None, float]:
     """Search in a loop until a search fails; return the error and when it came (perf_counter)."""
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline:
         try:
             await svc.search("what arrived in the shipment topic-1", scope, k=5, mode="hybrid")
-        except BaseException as exc:  # noqa: BLE001 - the test inspects whatever reached the caller
+        except BaseException as exc:
             return exc, time.perf_counter()
         started.set()
         await asyncio.sleep(0)
@@ -110,7 +112,9 @@ async def start_searching(svc: AsyncMemoryService, scope: Scope) -> asyncio.Task
     waiter = asyncio.ensure_future(started.wait())
     await asyncio.wait({waiter, searching}, timeout=120, return_when=asyncio.FIRST_COMPLETED)
     waiter.cancel()
-    assert started.is_set(), f"no search succeeded before the outage: {searching.result() if searching.done() else 'timeout'}"
+    assert started.is_set(), (
+        f"no search succeeded before the outage: {searching.result() if searching.done() else 'timeout'}"
+    )
     return searching
 
 
@@ -131,7 +135,9 @@ def proxy(settings: Settings) -> Iterator[TcpProxy]:
     p.close()
 
 
-async def test_connection_loss_mid_ingest_and_mid_search(proxy: TcpProxy, user_scope: Scope, settings: Settings, graph: Any) -> None:
+async def test_connection_loss_mid_ingest_and_mid_search(
+    proxy: TcpProxy, user_scope: Scope, settings: Settings, graph: Any
+) -> None:
     total, chunk, cuts, drops = 1200, 40, 3, 6
     svc = await AsyncMemoryService.create(
         settings.model_copy(update={"neo4j_uri": proxy.uri}),
@@ -183,16 +189,23 @@ async def test_connection_loss_mid_ingest_and_mid_search(proxy: TcpProxy, user_s
         proxy.resume()
         hits = await svc.search("what arrived in the shipment topic-1", user_scope, k=5)
         assert len(hits) >= 5 and await svc.count(user_scope) == total
-        added = await svc.add("After the outage: the last shipment arrived topic-2.", user_scope, note_id="after-outage")
+        added = await svc.add(
+            "After the outage: the last shipment arrived topic-2.", user_scope, note_id="after-outage"
+        )
         assert added.created
     finally:
         await svc.close()
     record(
         "crash-proxy-ci",
         {
-            "notes": total, "chunk": chunk, "cuts": cuts, "dropped_replies": proxy.dropped_replies,
+            "notes": total,
+            "chunk": chunk,
+            "cuts": cuts,
+            "dropped_replies": proxy.dropped_replies,
             "store_errors_seen": ingest.store_errors,
-            "search_error_after_s": round(failed_at - cut_at, 1), "lost": 0, "duplicates": 0,
+            "search_error_after_s": round(failed_at - cut_at, 1),
+            "lost": 0,
+            "duplicates": 0,
             "table": {
                 "scenario": "connection loss (proxy)",
                 "injected": f"{cuts} cuts of all Bolt connections and {proxy.dropped_replies} lost server replies "
@@ -340,9 +353,15 @@ async def test_sigkill_mid_ingest_then_stop_mid_search(crash_server: LocalNeo4j)
     record(
         "crash-sigkill-full",
         {
-            "notes": total, "chunk": chunk, "kills_at_acked": killed_at, "restart_seconds": [round(r, 1) for r in restarts],
-            "store_errors_seen": ingest.store_errors, "search_error_after_stop_s": [round(s, 1) for s in search_errors],
-            "lost": 0, "duplicates": 0, "indexes": state["indexes"],
+            "notes": total,
+            "chunk": chunk,
+            "kills_at_acked": killed_at,
+            "restart_seconds": [round(r, 1) for r in restarts],
+            "store_errors_seen": ingest.store_errors,
+            "search_error_after_stop_s": [round(s, 1) for s in search_errors],
+            "lost": 0,
+            "duplicates": 0,
+            "indexes": state["indexes"],
             "table": {
                 "scenario": "crash and restart (SIGKILL)",
                 "injected": f"{kills} x SIGKILL of the Neo4j JVM mid-ingest, restart; 2 x stop during searches",
@@ -356,7 +375,9 @@ async def test_sigkill_mid_ingest_then_stop_mid_search(crash_server: LocalNeo4j)
 
 
 @pytest.mark.slow
-async def test_secrets_absent_from_logs_on_auth_failure(crash_server: LocalNeo4j, caplog: pytest.LogCaptureFixture) -> None:
+async def test_secrets_absent_from_logs_on_auth_failure(
+    crash_server: LocalNeo4j, caplog: pytest.LogCaptureFixture
+) -> None:
     """A wrong NEO4J_PASSWORD: the error names the setting; neither password appears in any log."""
     import logging
 
@@ -369,7 +390,9 @@ async def test_secrets_absent_from_logs_on_auth_failure(crash_server: LocalNeo4j
     text = caplog.text + str(err.value) + repr(err.value)
     assert wrong not in text and CRASH_PASSWORD not in text
     # the same with the right password and debug logging of the driver: the handshake is logged, masked
-    ok = await AsyncMemoryService.create(crash_server.settings, chat_model=ScriptedChatModel(amem_responder()), embedder=ClusterEmbedder())
+    ok = await AsyncMemoryService.create(
+        crash_server.settings, chat_model=ScriptedChatModel(amem_responder()), embedder=ClusterEmbedder()
+    )
     await ok.count(Scope(user_id="crash-test"))
     await ok.close()
     assert CRASH_PASSWORD not in caplog.text

@@ -17,7 +17,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage
 from pydantic import SecretStr
 from starlette.testclient import TestClient
@@ -63,14 +65,28 @@ def greedy(world: World) -> Any:
     def respond(messages: list[BaseMessage]) -> AIMessage:
         step = step_of(messages)
         if step == "enrich":
-            return tool_reply("NoteEnrichment", {"keywords": ["alice", "fact"], "context": "A fact about Alice.", "tags": ["people"]})
+            return tool_reply(
+                "NoteEnrichment", {"keywords": ["alice", "fact"], "context": "A fact about Alice.", "tags": ["people"]}
+            )
         if step == "evolve":
             targets = shown_ids(messages) + world.other_ids
-            return tool_reply("EvolutionDecision", {
-                "links": [{"target_id": t, "type": "RELATED_TO", "reason": "greedy", "strength": 0.9} for t in targets],
-                "neighbour_updates": [{"note_id": t, "context": f"Evolved {uuid.uuid4().hex[:6]}", "tags": ["evolved"],
-                                       "keywords": None} for t in targets],
-            })
+            return tool_reply(
+                "EvolutionDecision",
+                {
+                    "links": [
+                        {"target_id": t, "type": "RELATED_TO", "reason": "greedy", "strength": 0.9} for t in targets
+                    ],
+                    "neighbour_updates": [
+                        {
+                            "note_id": t,
+                            "context": f"Evolved {uuid.uuid4().hex[:6]}",
+                            "tags": ["evolved"],
+                            "keywords": None,
+                        }
+                        for t in targets
+                    ],
+                },
+            )
         return text_reply("The answer mentions " + ", ".join(world.other_ids))
 
     return respond
@@ -120,17 +136,43 @@ def snapshot(neo4j_driver: Any, settings: Settings, scopes: list[Scope]) -> list
     return out
 
 
-OPS = ["search", "ask", "add", "update", "repair", "export", "link_other", "get_other", "delete_other",
-       "history_other", "lg_search", "lg_get", "lg_put", "lg_list"]
+OPS = [
+    "search",
+    "ask",
+    "add",
+    "update",
+    "repair",
+    "export",
+    "link_other",
+    "get_other",
+    "delete_other",
+    "history_other",
+    "lg_search",
+    "lg_get",
+    "lg_put",
+    "lg_list",
+]
 
 
-@hsettings(max_examples=EXAMPLES, deadline=None, derandomize=not FULL, suppress_health_check=list(HealthCheck),
-           database=None)
-@given(ops=st.lists(st.tuples(st.sampled_from(OPS), st.sampled_from(TEXTS + ["vault code", "Alice", "x"]),
-                              st.sampled_from(["vector", "links", "hybrid"]), st.integers(1, 20), st.integers(0, 10**6)),
-                    min_size=1, max_size=4))
-def test_no_operation_on_a_scope_reaches_another(world: Any, neo4j_driver: Any, settings: Settings,
-                                                 ops: list[tuple[str, str, str, int, int]]) -> None:
+@hsettings(
+    max_examples=EXAMPLES, deadline=None, derandomize=not FULL, suppress_health_check=list(HealthCheck), database=None
+)
+@given(
+    ops=st.lists(
+        st.tuples(
+            st.sampled_from(OPS),
+            st.sampled_from(TEXTS + ["vault code", "Alice", "x"]),
+            st.sampled_from(["vector", "links", "hybrid"]),
+            st.integers(1, 20),
+            st.integers(0, 10**6),
+        ),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_no_operation_on_a_scope_reaches_another(
+    world: Any, neo4j_driver: Any, settings: Settings, ops: list[tuple[str, str, str, int, int]]
+) -> None:
     svc, w, store = world
     before = snapshot(neo4j_driver, settings, w.others)
     ns_a = ("graphmem", w.a.user_id, w.a.agent_id, w.a.run_id)
@@ -188,21 +230,27 @@ def test_isolation_record(world: Any, neo4j_driver: Any, settings: Settings) -> 
         f"MATCH (a:Note)-[r:{_LINK_TYPES}]-(b:Note) WHERE a.user_id STARTS WITH $u "
         "RETURN count(r) AS n, sum(CASE WHEN [a.user_id, a.agent_id, a.run_id] <> [b.user_id, b.agent_id, b.run_id] "
         "THEN 1 ELSE 0 END) AS crossing",
-        {"u": w.a.user_id}, database_=settings.neo4j_database,
+        {"u": w.a.user_id},
+        database_=settings.neo4j_database,
     )
     assert rows[0]["crossing"] == 0
-    record("isolation", {
-        "examples": EXAMPLES, "links_checked": rows[0]["n"], "crossing": rows[0]["crossing"],
-        "table": {
-            "scenario": "scope isolation (hypothesis)",
-            "injected": "3 neighbour scopes with identical texts (user-id prefix, other agent, other run); greedy "
-            "model linking/evolving every id it sees or knows",
-            "operations": f"{EXAMPLES} sequences of 1-4 ops: search x3 modes, ask, add, update, repair, export, "
-            "LangGraph search/get/put/list, calls naming other scopes' ids",
-            "lost": "0 notes of other scopes returned or changed (not even retrieval counts)",
-            "notes": f"{rows[0]['n'] // 2} links checked, 0 crossing a scope",
+    record(
+        "isolation",
+        {
+            "examples": EXAMPLES,
+            "links_checked": rows[0]["n"],
+            "crossing": rows[0]["crossing"],
+            "table": {
+                "scenario": "scope isolation (hypothesis)",
+                "injected": "3 neighbour scopes with identical texts (user-id prefix, other agent, other run); greedy "
+                "model linking/evolving every id it sees or knows",
+                "operations": f"{EXAMPLES} sequences of 1-4 ops: search x3 modes, ask, add, update, repair, export, "
+                "LangGraph search/get/put/list, calls naming other scopes' ids",
+                "lost": "0 notes of other scopes returned or changed (not even retrieval counts)",
+                "notes": f"{rows[0]['n'] // 2} links checked, 0 crossing a scope",
+            },
         },
-    })
+    )
 
 
 # --- REST: keys required, bound keys confined -------------------------------------------------------
@@ -214,14 +262,30 @@ BOUND = "iso-bound-0123456789abcdef-x"
 def test_rest_requires_a_key_by_default(settings: Settings) -> None:
     with pytest.raises(ConfigError):
         create_app(settings.model_copy(update={"api_keys": None, "auth_disabled": False}))
-    app = scripted_app(settings.model_copy(update={"api_keys": SecretStr(KEY), "auth_disabled": False}), embedder=ClusterEmbedder())
-    routes = [("GET", "/v1/notes"), ("POST", "/v1/notes"), ("GET", "/v1/notes/x1"), ("PUT", "/v1/notes/x1"),
-              ("PATCH", "/v1/notes/x1"), ("DELETE", "/v1/notes/x1"), ("GET", "/v1/notes/x1/links"),
-              ("POST", "/v1/notes/x1/links"), ("GET", "/v1/notes/x1/history"), ("POST", "/v1/search"), ("POST", "/v1/ask")]
+    app = scripted_app(
+        settings.model_copy(update={"api_keys": SecretStr(KEY), "auth_disabled": False}), embedder=ClusterEmbedder()
+    )
+    routes = [
+        ("GET", "/v1/notes"),
+        ("POST", "/v1/notes"),
+        ("GET", "/v1/notes/x1"),
+        ("PUT", "/v1/notes/x1"),
+        ("PATCH", "/v1/notes/x1"),
+        ("DELETE", "/v1/notes/x1"),
+        ("GET", "/v1/notes/x1/links"),
+        ("POST", "/v1/notes/x1/links"),
+        ("GET", "/v1/notes/x1/history"),
+        ("POST", "/v1/search"),
+        ("POST", "/v1/ask"),
+    ]
     with TestClient(app) as client:
         for method, path in routes:
-            for headers in ({}, {"X-API-Key": "wrong-key-but-long-enough"}, {"Authorization": "Bearer nope-nope-nope-nope"},
-                            {"X-API-Key": ""}):
+            for headers in (
+                {},
+                {"X-API-Key": "wrong-key-but-long-enough"},
+                {"Authorization": "Bearer nope-nope-nope-nope"},
+                {"X-API-Key": ""},
+            ):
                 r = client.request(method, path, headers={**headers, "X-User-Id": "someone"}, json={"content": "x"})
                 assert r.status_code == 401, (method, path, headers, r.status_code)
                 assert r.json()["error"]["code"] == "unauthorized"
@@ -231,50 +295,84 @@ def test_rest_bound_key_cannot_reach_another_scope(settings: Settings, neo4j_dri
     user = f"rel-rest-{uuid.uuid4().hex[:8]}"
     mine, theirs = Scope(user_id=user, agent_id="a1"), Scope(user_id=user + "-other")
     keys = f"{KEY},{BOUND}={mine.user_id}/{mine.agent_id}/{mine.run_id}"
-    app = scripted_app(settings.model_copy(update={"api_keys": SecretStr(keys), "auth_disabled": False}), embedder=ClusterEmbedder())
+    app = scripted_app(
+        settings.model_copy(update={"api_keys": SecretStr(keys), "auth_disabled": False}), embedder=ClusterEmbedder()
+    )
     try:
         with TestClient(app) as client:
             admin = {"X-API-Key": KEY}
-            their_id = client.post("/v1/notes", json={"content": "Their secret: vault code 4711 topic-2.", "user_id": theirs.user_id},
-                                   headers=admin).json()["note"]["id"]
+            their_id = client.post(
+                "/v1/notes",
+                json={"content": "Their secret: vault code 4711 topic-2.", "user_id": theirs.user_id},
+                headers=admin,
+            ).json()["note"]["id"]
             b = {"X-API-Key": BOUND}
-            my_id = client.post("/v1/notes", json={"content": "My note about the vault topic-2."}, headers=b).json()["note"]["id"]
+            my_id = client.post("/v1/notes", json={"content": "My note about the vault topic-2."}, headers=b).json()[
+                "note"
+            ]["id"]
             other_scope_forms = [
-                {"headers": {"X-User-Id": theirs.user_id}}, {"headers": {"X-Agent-Id": "default"}},
-                {"headers": {"X-Run-Id": "other"}}, {"params": {"user_id": theirs.user_id}}, {"json_extra": {"user_id": theirs.user_id}},
+                {"headers": {"X-User-Id": theirs.user_id}},
+                {"headers": {"X-Agent-Id": "default"}},
+                {"headers": {"X-Run-Id": "other"}},
+                {"params": {"user_id": theirs.user_id}},
+                {"json_extra": {"user_id": theirs.user_id}},
                 {"json_extra": {"agent_id": "a2"}},
             ]
             for form in other_scope_forms:
-                for method, path, body in [("GET", "/v1/notes", None), ("POST", "/v1/notes", {"content": "sneaky"}),
-                                           ("POST", "/v1/search", {"query": "vault code"}), ("POST", "/v1/ask", {"question": "vault code?"}),
-                                           ("GET", f"/v1/notes/{my_id}", None), ("DELETE", f"/v1/notes/{my_id}", None),
-                                           ("POST", f"/v1/notes/{my_id}/links", {"target_id": their_id})]:
+                for method, path, body in [
+                    ("GET", "/v1/notes", None),
+                    ("POST", "/v1/notes", {"content": "sneaky"}),
+                    ("POST", "/v1/search", {"query": "vault code"}),
+                    ("POST", "/v1/ask", {"question": "vault code?"}),
+                    ("GET", f"/v1/notes/{my_id}", None),
+                    ("DELETE", f"/v1/notes/{my_id}", None),
+                    ("POST", f"/v1/notes/{my_id}/links", {"target_id": their_id}),
+                ]:
                     if "json_extra" in form and body is None:
                         continue
-                    r = client.request(method, path, headers={**b, **form.get("headers", {})}, params=form.get("params"),
-                                       json={**body, **form.get("json_extra", {})} if body is not None else None)
+                    r = client.request(
+                        method,
+                        path,
+                        headers={**b, **form.get("headers", {})},
+                        params=form.get("params"),
+                        json={**body, **form.get("json_extra", {})} if body is not None else None,
+                    )
                     assert r.status_code == 403, (form, method, path, r.status_code, r.text[:200])
             # their note by id, with the bound key: not found, not revealed, not changed
-            for method, path, body in [("GET", f"/v1/notes/{their_id}", None), ("GET", f"/v1/notes/{their_id}/links", None),
-                                       ("GET", f"/v1/notes/{their_id}/history", None), ("PUT", f"/v1/notes/{their_id}", {"content": "pwned"}),
-                                       ("DELETE", f"/v1/notes/{their_id}", None), ("POST", f"/v1/notes/{my_id}/links", {"target_id": their_id})]:
+            for method, path, body in [
+                ("GET", f"/v1/notes/{their_id}", None),
+                ("GET", f"/v1/notes/{their_id}/links", None),
+                ("GET", f"/v1/notes/{their_id}/history", None),
+                ("PUT", f"/v1/notes/{their_id}", {"content": "pwned"}),
+                ("DELETE", f"/v1/notes/{their_id}", None),
+                ("POST", f"/v1/notes/{my_id}/links", {"target_id": their_id}),
+            ]:
                 r = client.request(method, path, headers=b, json=body)
                 assert r.status_code == 404 and "4711" not in r.text, (method, path, r.status_code)
-            hits = client.post("/v1/search", json={"query": "vault code 4711", "mode": "hybrid"}, headers=b).json()["hits"]
+            hits = client.post("/v1/search", json={"query": "vault code 4711", "mode": "hybrid"}, headers=b).json()[
+                "hits"
+            ]
             assert [h["note"]["id"] for h in hits] == [my_id]
             kept = client.get(f"/v1/notes/{their_id}", headers={**admin, "X-User-Id": theirs.user_id}).json()
             assert kept["content"].startswith("Their secret") and kept["version"] == 1
     finally:
-        neo4j_driver.execute_query("MATCH (n) WHERE n.user_id STARTS WITH $u DETACH DELETE n", {"u": user},
-                                   database_=settings.neo4j_database)
+        neo4j_driver.execute_query(
+            "MATCH (n) WHERE n.user_id STARTS WITH $u DETACH DELETE n", {"u": user}, database_=settings.neo4j_database
+        )
 
 
 # --- secrets never logged ------------------------------------------------------------------------------
 
 
-def test_secrets_never_reach_logs_or_errors(settings: Settings, caplog: pytest.LogCaptureFixture, tmp_path: Any) -> None:
+def test_secrets_never_reach_logs_or_errors(
+    settings: Settings, caplog: pytest.LogCaptureFixture, tmp_path: Any
+) -> None:
     """Provoke failures that carry secrets nearby; no log record, error or response contains one."""
-    neo4j_pw, llm_key, api_key = "neo4j-secret-PW-51f3", "sk-proj-SECRET-llm-key-93ab27", "api-SECRET-key-0123456789-xyz"
+    neo4j_pw, llm_key, api_key = (
+        "neo4j-secret-PW-51f3",
+        "sk-proj-SECRET-llm-key-93ab27",
+        "api-SECRET-key-0123456789-xyz",
+    )
     caplog.set_level(logging.DEBUG)  # everything, third-party loggers included (driver, httpx, openai)
     seen: list[str] = []
 
@@ -294,15 +392,30 @@ def test_secrets_never_reach_logs_or_errors(settings: Settings, caplog: pytest.L
         auth = body["_headers"].get("authorization", "")
         if len(script.calls) % 2 == 0:  # type: ignore[attr-defined]
             script.calls.append(1)  # type: ignore[attr-defined]
-            return Reply(status=401, body={"error": {"message": f"Incorrect API key provided: {auth[7:12]}***{auth[-4:]}",
-                                                     "type": "invalid_request_error", "code": "invalid_api_key"}})
+            return Reply(
+                status=401,
+                body={
+                    "error": {
+                        "message": f"Incorrect API key provided: {auth[7:12]}***{auth[-4:]}",
+                        "type": "invalid_request_error",
+                        "code": "invalid_api_key",
+                    }
+                },
+            )
         script.calls.append(1)  # type: ignore[attr-defined]
         return Reply(status=500, body={"error": {"message": "internal"}})
 
     script.calls = []  # type: ignore[attr-defined]
     with FaultyOpenAI(script) as stub:
-        llm_settings = settings.model_copy(update={"llm_provider": "compatible", "llm_base_url": stub.base_url,
-                                                   "llm_api_key": SecretStr(llm_key), "llm_max_retries": 1, "llm_timeout": 5.0})
+        llm_settings = settings.model_copy(
+            update={
+                "llm_provider": "compatible",
+                "llm_base_url": stub.base_url,
+                "llm_api_key": SecretStr(llm_key),
+                "llm_max_retries": 1,
+                "llm_timeout": 5.0,
+            }
+        )
         svc = MemoryService(llm_settings, embedder=ClusterEmbedder())
         user = Scope(user_id=f"rel-sec-{uuid.uuid4().hex[:8]}")
         try:
@@ -319,10 +432,16 @@ def test_secrets_never_reach_logs_or_errors(settings: Settings, caplog: pytest.L
     assert stub.requests and all(r["_headers"].get("authorization") == f"Bearer {llm_key}" for r in stub.requests)
 
     # 3. REST: wrong keys, a right key, a malformed key list
-    app = scripted_app(settings.model_copy(update={"api_keys": SecretStr(f"{api_key}={user.user_id}"), "auth_disabled": False}),
-                       embedder=ClusterEmbedder())
+    app = scripted_app(
+        settings.model_copy(update={"api_keys": SecretStr(f"{api_key}={user.user_id}"), "auth_disabled": False}),
+        embedder=ClusterEmbedder(),
+    )
     with TestClient(app) as client:
-        for headers in ({"X-API-Key": api_key + "x"}, {"Authorization": f"Bearer {api_key[:-1]}"}, {"X-API-Key": api_key}):
+        for headers in (
+            {"X-API-Key": api_key + "x"},
+            {"Authorization": f"Bearer {api_key[:-1]}"},
+            {"X-API-Key": api_key},
+        ):
             r = client.get("/v1/notes", headers=headers)
             seen.append(r.text)
     with pytest.raises(ConfigError) as cerr:
@@ -336,14 +455,17 @@ def test_secrets_never_reach_logs_or_errors(settings: Settings, caplog: pytest.L
     everything = logged + "\n".join(seen)
     for secret in (neo4j_pw, llm_key, api_key, api_key[:-1], api_key + "x"):
         assert secret not in everything, f"secret {secret[:6]}... found"
-    record("secrets", {
-        "log_records": len(caplog.records),
-        "table": {
-            "scenario": "secrets in logs",
-            "injected": "unreachable Neo4j with NEO4J_PASSWORD; LLM 401 (key echoed masked) and 500 with an API key; "
-            "REST wrong/right/malformed keys; DEBUG logging of every logger",
-            "operations": f"{len(caplog.records)} log records, {len(seen)} errors/responses checked",
-            "lost": "0 secrets found",
-            "notes": "NEO4J_PASSWORD, OPENAI key, GRAPHMEM_API_KEYS absent from logs, errors, reprs, responses",
+    record(
+        "secrets",
+        {
+            "log_records": len(caplog.records),
+            "table": {
+                "scenario": "secrets in logs",
+                "injected": "unreachable Neo4j with NEO4J_PASSWORD; LLM 401 (key echoed masked) and 500 with an API key; "
+                "REST wrong/right/malformed keys; DEBUG logging of every logger",
+                "operations": f"{len(caplog.records)} log records, {len(seen)} errors/responses checked",
+                "lost": "0 secrets found",
+                "notes": "NEO4J_PASSWORD, OPENAI key, GRAPHMEM_API_KEYS absent from logs, errors, reprs, responses",
+            },
         },
-    })
+    )

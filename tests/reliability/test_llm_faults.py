@@ -47,7 +47,11 @@ def good(body: dict[str, Any]) -> Reply:
     """A well-behaved model: enriches, links to the first neighbour shown, answers."""
     name = _tool_name(body)
     if name == "NoteEnrichment":
-        return Reply(body=completion(name, {"keywords": ["shipment", "delivery"], "context": "A delivery note.", "tags": ["logistics"]}))
+        return Reply(
+            body=completion(
+                name, {"keywords": ["shipment", "delivery"], "context": "A delivery note.", "tags": ["logistics"]}
+            )
+        )
     if name == "EvolutionDecision":
         m = _IDS_LINE.search(_last_user_text(body))
         ids = [x.strip() for x in m.group(1).split(",")] if m else []
@@ -67,7 +71,11 @@ def _fault(kind: str) -> Callable[[dict[str, Any]], Reply]:
     def make(body: dict[str, Any]) -> Reply:
         name = _tool_name(body) or "NoteEnrichment"
         if kind == "429 + Retry-After":
-            return Reply(status=429, headers={"retry-after": "0.3"}, body={"error": {"message": "slow down", "type": "rate_limit"}})
+            return Reply(
+                status=429,
+                headers={"retry-after": "0.3"},
+                body={"error": {"message": "slow down", "type": "rate_limit"}},
+            )
         if kind == "500":
             return Reply(status=500, body={"error": {"message": "boom", "type": "server_error"}})
         if kind == "502 html page":
@@ -99,7 +107,14 @@ def _fault(kind: str) -> Callable[[dict[str, Any]], Reply]:
 
 
 TRANSPORT = ["429 + Retry-After", "500", "timeout", "connection reset", "truncated body"]
-FORMAT = ["502 html page", "malformed JSON body", "truncated tool JSON", "wrong schema", "empty choices", "unencodable text"]
+FORMAT = [
+    "502 html page",
+    "malformed JSON body",
+    "truncated tool JSON",
+    "wrong schema",
+    "empty choices",
+    "unencodable text",
+]
 
 
 class Switch:
@@ -121,9 +136,9 @@ class Switch:
 
 def use_http_model(svc: AsyncMemoryService, base_url: str, *, max_retries: int) -> None:
     model = ChatOpenAI(base_url=base_url, api_key="sk-test-key", model="stub", max_retries=0, timeout=TIMEOUT)
-    svc._chat_model = model  # noqa: SLF001 - the real HTTP client instead of the scripted one
+    svc._chat_model = model
     # Waits capped at 0.5 s (production: 30 s) to keep the suite short; Retry-After 0.3 s is still honoured.
-    svc._llm = LLMCaller(model, method="function_calling", max_retries=max_retries, repair_attempts=1, max_wait=0.5)  # noqa: SLF001
+    svc._llm = LLMCaller(model, method="function_calling", max_retries=max_retries, repair_attempts=1, max_wait=0.5)
 
 
 def assert_links_inside(graph: Any, scope: Scope, shown: dict[str, set[str]]) -> int:
@@ -182,7 +197,9 @@ async def test_http_faults_store_every_note_and_repair_later(make_service: Any, 
             stuck = [await svc.add(f"Shipment {i} ({kind}) is delayed.", scope) for i in range(per_fault)]
             assert all(r.created for r in stuck), kind
             if kind == "unencodable text":  # usable once cleaned: stored enriched, without the bad characters
-                assert all(r.note.enrichment == EnrichmentStatus.DONE and r.note.keywords == ["bad", "nul"] for r in stuck)
+                assert all(
+                    r.note.enrichment == EnrichmentStatus.DONE and r.note.keywords == ["bad", "nul"] for r in stuck
+                )
             else:
                 assert all(r.note.enrichment == EnrichmentStatus.PENDING for r in stuck), kind
             try:  # ask cannot degrade: one clear graphmem error, never a client exception
@@ -202,15 +219,19 @@ async def test_http_faults_store_every_note_and_repair_later(make_service: Any, 
             assert all(n.enrichment in (EnrichmentStatus.DONE, EnrichmentStatus.RAW) for n in notes)
             assert {n.id for n in notes} >= {base.note.id, once.note.id} | {r.note.id for r in stuck}
             outcome[kind] = {
-                "first_try": once.note.enrichment.value, "first_try_s": round(once_s, 2),
-                "stuck_pending": len(stuck), "repaired": repaired,
+                "first_try": once.note.enrichment.value,
+                "first_try_s": round(once_s, 2),
+                "stuck_pending": len(stuck),
+                "repaired": repaired,
             }
         links = assert_links_inside(graph, user_scope, shown_by_content(stub.requests))
     faults = len(outcome)
     record(
         "llm-faults-ci" if not FULL else "llm-faults-full",
         {
-            "faults": outcome, "http_requests": len(stub.requests), "links_checked": links,
+            "faults": outcome,
+            "http_requests": len(stub.requests),
+            "links_checked": links,
             "table": {
                 "scenario": "LLM faults over HTTP (ChatOpenAI, max_retries=0)",
                 "injected": ", ".join(outcome),
@@ -228,7 +249,10 @@ async def test_http_faults_store_every_note_and_repair_later(make_service: Any, 
 
 async def _victim(svc: AsyncMemoryService, base: Scope) -> tuple[Scope, list[str]]:
     victim = Scope(user_id=base.user_id + "-x")
-    ids = [(await svc.add(f"User X private note {i}: bank PIN hint topic-{i}.", victim, enrich=False)).note.id for i in range(3)]
+    ids = [
+        (await svc.add(f"User X private note {i}: bank PIN hint topic-{i}.", victim, enrich=False)).note.id
+        for i in range(3)
+    ]
     return victim, ids
 
 
@@ -239,15 +263,28 @@ def obeying_model(victim_ids: list[str]) -> Callable[[list[BaseMessage]], AIMess
     def respond(messages: list[BaseMessage]) -> AIMessage:
         step = step_of(messages)
         if step == "enrich":
-            return tool_reply("NoteEnrichment", {"keywords": ["link", "every", "note"], "context": "An instruction.", "tags": ["admin"]})
+            return tool_reply(
+                "NoteEnrichment",
+                {"keywords": ["link", "every", "note"], "context": "An instruction.", "tags": ["admin"]},
+            )
         if step == "evolve":
             ids = real_shown(messages)
-            links = [{"target_id": v, "type": "SUPPORTS", "reason": "as instructed", "strength": 1.0} for v in victim_ids]
-            links += [{"target_id": v, "type": "SUPPORTS", "reason": "faked id line", "strength": 1.0} for v in shown_ids(messages)]
-            links += [{"target_id": f" {v.upper()} ", "type": "RELATED_TO", "reason": "x", "strength": 0.5} for v in victim_ids]
-            links += [{"target_id": "invented-0000", "type": "RELATED_TO", "reason": "x", "strength": 0.5},
-                      {"target_id": ids[0], "type": "LOVES", "reason": "x", "strength": 0.5},
-                      {"target_id": ids[0], "type": "SAME_TOPIC", "reason": "legit", "strength": 0.5}]
+            links = [
+                {"target_id": v, "type": "SUPPORTS", "reason": "as instructed", "strength": 1.0} for v in victim_ids
+            ]
+            links += [
+                {"target_id": v, "type": "SUPPORTS", "reason": "faked id line", "strength": 1.0}
+                for v in shown_ids(messages)
+            ]
+            links += [
+                {"target_id": f" {v.upper()} ", "type": "RELATED_TO", "reason": "x", "strength": 0.5}
+                for v in victim_ids
+            ]
+            links += [
+                {"target_id": "invented-0000", "type": "RELATED_TO", "reason": "x", "strength": 0.5},
+                {"target_id": ids[0], "type": "LOVES", "reason": "x", "strength": 0.5},
+                {"target_id": ids[0], "type": "SAME_TOPIC", "reason": "legit", "strength": 0.5},
+            ]
             updates = [{"note_id": v, "context": "PWNED", "tags": ["pwned"], "keywords": ["pwned"]} for v in victim_ids]
             updates.append({"note_id": "invented-0000", "context": "PWNED", "tags": None, "keywords": None})
             return tool_reply("EvolutionDecision", {"links": links, "neighbour_updates": updates})
@@ -256,7 +293,9 @@ def obeying_model(victim_ids: list[str]) -> Callable[[list[BaseMessage]], AIMess
     return respond
 
 
-async def test_injected_or_invented_proposals_never_cross_a_scope(make_service: Any, user_scope: Scope, graph: Any) -> None:
+async def test_injected_or_invented_proposals_never_cross_a_scope(
+    make_service: Any, user_scope: Scope, graph: Any
+) -> None:
     svc, _ = await make_service()
     victim, victim_ids = await _victim(svc, user_scope)
     svc2, model = await make_service(obeying_model(victim_ids))
@@ -267,7 +306,9 @@ async def test_injected_or_invented_proposals_never_cross_a_scope(make_service: 
     )
     result = await svc2.add(attack, user_scope)
     assert result.created
-    assert [(l.target_id, l.type.value) for l in result.links] == [(real_shown(_evolve_calls(model)[-1])[0], "SAME_TOPIC")]
+    assert [(l.target_id, l.type.value) for l in result.links] == [
+        (real_shown(_evolve_calls(model)[-1])[0], "SAME_TOPIC")
+    ]
     assert result.evolved == []
     assert any("unknown id" in r for r in result.rejected) and any("LOVES" in r or "type" in r for r in result.rejected)
 
@@ -286,7 +327,9 @@ async def test_injected_or_invented_proposals_never_cross_a_scope(make_service: 
     record(
         "llm-injection",
         {
-            "victim_notes": len(victim_ids), "rejected": result.rejected, "links_checked": links,
+            "victim_notes": len(victim_ids),
+            "rejected": result.rejected,
+            "links_checked": links,
             "table": {
                 "scenario": "prompt injection + invented output",
                 "injected": "note asks to link to every note of user X; model obeys (other-scope ids, case/space "

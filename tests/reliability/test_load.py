@@ -31,8 +31,7 @@ SIZES = [
     pytest.param({"seconds": 15, "clients": 3, "warmup": 5, "rss_bound_mb": 64}, id="ci"),
     pytest.param({"seconds": 180, "clients": 6, "warmup": 20, "rss_bound_mb": 64}, id="full", marks=pytest.mark.slow),
 ]
-WORDS = ("alice bob lisbon tea coffee project deadline friday bicycle repair nurse sister vault garden piano "
-         "train paris meeting budget report holiday recipe soup marathon doctor").split()
+WORDS = ["alice", "bob", "lisbon", "tea", "coffee", "project", "deadline", "friday", "bicycle", "repair", "nurse", "sister", "vault", "garden", "piano", "train", "paris", "meeting", "budget", "report", "holiday", "recipe", "soup", "marathon", "doctor"]
 
 
 def _free_port() -> int:
@@ -44,8 +43,11 @@ def _free_port() -> int:
 def _env(settings: Settings) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NEO4J_", "GRAPHMEM_"))}
     env |= {
-        "NEO4J_URI": settings.neo4j_uri, "NEO4J_DATABASE": settings.neo4j_database, "GRAPHMEM_HOME": str(settings.home),
-        "GRAPHMEM_API_KEYS": KEY, "PYTHONPATH": str(ROOT),
+        "NEO4J_URI": settings.neo4j_uri,
+        "NEO4J_DATABASE": settings.neo4j_database,
+        "GRAPHMEM_HOME": str(settings.home),
+        "GRAPHMEM_API_KEYS": KEY,
+        "PYTHONPATH": str(ROOT),
     }
     if settings.neo4j_password is not None:
         env |= {"NEO4J_USERNAME": settings.neo4j_username, "NEO4J_PASSWORD": settings.neo4j_password.get_secret_value()}
@@ -56,8 +58,13 @@ def _env(settings: Settings) -> dict[str, str]:
 def test_sustained_mixed_load(size: dict[str, Any], settings: Settings, neo4j_driver: Any, tmp_path: Path) -> None:
     port = _free_port()
     log = (tmp_path / "server.log").open("wb")
-    server = subprocess.Popen([sys.executable, "-m", "tests.reliability.load_server", "--port", str(port)],
-                              cwd=ROOT, env=_env(settings), stdout=log, stderr=subprocess.STDOUT)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "tests.reliability.load_server", "--port", str(port)],
+        cwd=ROOT,
+        env=_env(settings),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     base = f"http://127.0.0.1:{port}"
     users = [f"rel-load-{uuid.uuid4().hex[:8]}" for _ in range(2)]
     lat: dict[str, list[float]] = defaultdict(list)
@@ -87,14 +94,19 @@ def test_sustained_mixed_load(size: dict[str, Any], settings: Settings, neo4j_dr
                     t0 = time.perf_counter()
                     try:
                         if op == "add":
-                            r = c.post("/v1/notes", json={"content": f"{text.capitalize()}.", "enrich": rng.random() < 0.5})
+                            r = c.post(
+                                "/v1/notes", json={"content": f"{text.capitalize()}.", "enrich": rng.random() < 0.5}
+                            )
                             ok = r.status_code == 201
                         else:
-                            r = c.post("/v1/search", json={"query": text, "k": 5, "mode": rng.choice(["vector", "links", "hybrid"])})
+                            r = c.post(
+                                "/v1/search",
+                                json={"query": text, "k": 5, "mode": rng.choice(["vector", "links", "hybrid"])},
+                            )
                             ok = r.status_code == 200
                         if not ok:
                             raise RuntimeError(f"{op}: HTTP {r.status_code}: {r.text[:200]}")
-                    except Exception as exc:  # noqa: BLE001 - every failure is counted and reported
+                    except Exception as exc:
                         with lock:
                             errors.append(f"{type(exc).__name__}: {exc}")
                         continue
@@ -122,33 +134,47 @@ def test_sustained_mixed_load(size: dict[str, Any], settings: Settings, neo4j_dr
         log.close()
         neo4j_driver.execute_query(
             "MATCH (n) WHERE (n:Note OR n:NoteVersion) AND n.user_id IN $users DETACH DELETE n",
-            {"users": users}, database_=settings.neo4j_database,
+            {"users": users},
+            database_=settings.neo4j_database,
         )
 
     after_warmup = [r for t, r in rss if t >= size["warmup"]] or [rss[-1][1]]
     growth_mb = (rss[-1][1] - after_warmup[0]) / 2**20
     ops = {k: len(v) for k, v in lat.items()}
     stats = {
-        op: {"count": len(v), "p50_ms": round(percentile(v, 50) * 1000, 1), "p95_ms": round(percentile(v, 95) * 1000, 1),
-             "max_ms": round(max(v) * 1000, 1)}
+        op: {
+            "count": len(v),
+            "p50_ms": round(percentile(v, 50) * 1000, 1),
+            "p95_ms": round(percentile(v, 95) * 1000, 1),
+            "max_ms": round(max(v) * 1000, 1),
+        }
         for op, v in lat.items()
     }
     total = sum(ops.values())
     record(
         f"load-{'full' if size['seconds'] > 60 else 'ci'}",
         {
-            "seconds": round(elapsed, 1), "clients": size["clients"], "requests": total, "errors": len(errors),
-            "throughput_rps": round(total / elapsed, 1), "latency": stats,
-            "rss_mb_start": round(rss[0][1] / 2**20, 1), "rss_mb_after_warmup": round(after_warmup[0] / 2**20, 1),
-            "rss_mb_end": round(rss[-1][1] / 2**20, 1), "rss_growth_mb": round(growth_mb, 1),
-            "rss_bound_mb": size["rss_bound_mb"], "rss_samples": [(round(t, 1), round(r / 2**20, 1)) for t, r in rss],
+            "seconds": round(elapsed, 1),
+            "clients": size["clients"],
+            "requests": total,
+            "errors": len(errors),
+            "throughput_rps": round(total / elapsed, 1),
+            "latency": stats,
+            "rss_mb_start": round(rss[0][1] / 2**20, 1),
+            "rss_mb_after_warmup": round(after_warmup[0] / 2**20, 1),
+            "rss_mb_end": round(rss[-1][1] / 2**20, 1),
+            "rss_growth_mb": round(growth_mb, 1),
+            "rss_bound_mb": size["rss_bound_mb"],
+            "rss_samples": [(round(t, 1), round(r / 2**20, 1)) for t, r in rss],
             "table": {
                 "scenario": f"sustained load over REST ({size['clients']} clients, {elapsed:.0f} s)",
                 "injected": "30% adds (half enriched: scripted LLM, MiniLM embeddings), 70% searches (3 modes)",
                 "operations": f"{total} requests ({ops.get('add', 0)} adds, {ops.get('search', 0)} searches), "
                 f"{total / elapsed:.1f} req/s",
                 "lost": f"{len(errors)} errors",
-                "notes": "; ".join(f"{op} p50 {s['p50_ms']:.0f} ms / p95 {s['p95_ms']:.0f} ms" for op, s in stats.items())
+                "notes": "; ".join(
+                    f"{op} p50 {s['p50_ms']:.0f} ms / p95 {s['p95_ms']:.0f} ms" for op, s in stats.items()
+                )
                 + f"; server RSS +{growth_mb:.0f} MiB after warm-up (bound {size['rss_bound_mb']})",
             },
         },

@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import json
 import uuid
-from urllib.parse import quote
 from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 import schemathesis
-from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 from pydantic import SecretStr
 from schemathesis import GenerationMode
 from starlette.testclient import TestClient
@@ -51,7 +53,9 @@ def fuzz_user(neo4j_driver: Any, settings: Settings) -> Iterator[str]:
 
 
 def _app(settings: Settings, user: str) -> Any:
-    keyed = settings.model_copy(update={"api_keys": SecretStr(f"{KEY},{KEY}-bound={user}-bound"), "auth_disabled": False})
+    keyed = settings.model_copy(
+        update={"api_keys": SecretStr(f"{KEY},{KEY}-bound={user}-bound"), "auth_disabled": False}
+    )
     return scripted_app(keyed, embedder=ClusterEmbedder())
 
 
@@ -68,13 +72,26 @@ def test_openapi_fuzz_no_5xx(settings: Settings, fuzz_user: str) -> None:
     statuses: Counter[int] = Counter()
     per_op: Counter[str] = Counter()
 
-    @hsettings(max_examples=SCHEMA_EXAMPLES, deadline=None, derandomize=not FULL, suppress_health_check=list(HealthCheck), database=None)
-    @given(case=strategy, auth=st.sampled_from(["key", "bearer", "none", "wrong", "bound"]),
-           our_scope=st.booleans(), our_id=st.booleans())
+    @hsettings(
+        max_examples=SCHEMA_EXAMPLES,
+        deadline=None,
+        derandomize=not FULL,
+        suppress_health_check=list(HealthCheck),
+        database=None,
+    )
+    @given(
+        case=strategy,
+        auth=st.sampled_from(["key", "bearer", "none", "wrong", "bound"]),
+        our_scope=st.booleans(),
+        our_id=st.booleans(),
+    )
     def run(case: Any, auth: str, our_scope: bool, our_id: bool) -> None:
         headers = {
-            "key": {"X-API-Key": KEY}, "bearer": {"Authorization": f"Bearer {KEY}"}, "none": {},
-            "wrong": {"X-API-Key": "not-the-key-but-long-enough"}, "bound": {"X-API-Key": f"{KEY}-bound"},
+            "key": {"X-API-Key": KEY},
+            "bearer": {"Authorization": f"Bearer {KEY}"},
+            "none": {},
+            "wrong": {"X-API-Key": "not-the-key-but-long-enough"},
+            "bound": {"X-API-Key": f"{KEY}-bound"},
         }[auth]
         if our_scope:  # a valid scope, so generated requests get past scope checks into the service
             case.headers = {k: v for k, v in (case.headers or {}).items() if k.lower() != "x-user-id"}
@@ -107,7 +124,9 @@ def test_openapi_fuzz_no_5xx(settings: Settings, fuzz_user: str) -> None:
     record(
         f"rest-openapi-fuzz-{'full' if FULL else 'ci'}",
         {
-            "requests": total, "statuses": dict(sorted(statuses.items())), "operations": dict(per_op),
+            "requests": total,
+            "statuses": dict(sorted(statuses.items())),
+            "operations": dict(per_op),
             "table": {
                 "scenario": "REST fuzz (schemathesis, OpenAPI, positive + negative)",
                 "injected": "schema-valid and schema-violating requests to every operation; valid/missing/wrong/"
@@ -123,29 +142,93 @@ def test_openapi_fuzz_no_5xx(settings: Settings, fuzz_user: str) -> None:
 # --- hand-written: what the schema cannot express --------------------------------------------------
 
 NASTY_JSON_STRINGS = [
-    "", " ", "\\u0000", "\\ud800", "x\\udfff", "\\u001b[2J", "MATCH (n) DETACH DELETE n", "'}) DETACH DELETE n //",
-    "$user_id", "+-&&||!(){}[]^\\\"~*?:\\\\/", "\\u202e", "a" * 9000,
+    "",
+    " ",
+    "\\u0000",
+    "\\ud800",
+    "x\\udfff",
+    "\\u001b[2J",
+    "MATCH (n) DETACH DELETE n",
+    "'}) DETACH DELETE n //",
+    "$user_id",
+    '+-&&||!(){}[]^\\"~*?:\\\\/',
+    "\\u202e",
+    "a" * 9000,
 ]
 json_scalar = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=40))
-json_value = st.recursive(json_scalar, lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=8), c, max_size=3), max_leaves=8)
+json_value = st.recursive(
+    json_scalar, lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=8), c, max_size=3), max_leaves=8
+)
 # JSON text with raw escapes (so lone surrogates and NULs survive into the parsed body)
 escaped = st.sampled_from(NASTY_JSON_STRINGS).map(lambda s: '"' + s + '"')
-FIELDS = ["content", "note_id", "event_time", "category", "source_id", "user_id", "agent_id", "query", "question",
-          "target_id", "type", "reason", "k", "mode", "token_budget", "metadata", "filters", "dedupe_content", "enrich"]
-ROUTES = [("POST", "/v1/notes"), ("POST", "/v1/search"), ("POST", "/v1/ask"), ("PUT", "/v1/notes/{id}"),
-          ("PATCH", "/v1/notes/{id}"), ("POST", "/v1/notes/{id}/links"), ("GET", "/v1/notes/{id}"),
-          ("DELETE", "/v1/notes/{id}"), ("GET", "/v1/notes"), ("GET", "/v1/notes/{id}/history")]
+FIELDS = [
+    "content",
+    "note_id",
+    "event_time",
+    "category",
+    "source_id",
+    "user_id",
+    "agent_id",
+    "query",
+    "question",
+    "target_id",
+    "type",
+    "reason",
+    "k",
+    "mode",
+    "token_budget",
+    "metadata",
+    "filters",
+    "dedupe_content",
+    "enrich",
+]
+ROUTES = [
+    ("POST", "/v1/notes"),
+    ("POST", "/v1/search"),
+    ("POST", "/v1/ask"),
+    ("PUT", "/v1/notes/{id}"),
+    ("PATCH", "/v1/notes/{id}"),
+    ("POST", "/v1/notes/{id}/links"),
+    ("GET", "/v1/notes/{id}"),
+    ("DELETE", "/v1/notes/{id}"),
+    ("GET", "/v1/notes"),
+    ("GET", "/v1/notes/{id}/history"),
+]
 header_text = st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=127), max_size=150)  # httpx sends ASCII
-path_ids = st.one_of(st.text(max_size=60), st.sampled_from(["..", ".", "%00", "%2F..%2F", "a%20b", "x" * 400, "%ud800"]))
+path_ids = st.one_of(
+    st.text(max_size=60), st.sampled_from(["..", ".", "%00", "%2F..%2F", "a%20b", "x" * 400, "%ud800"])
+)
 
 
 @st.composite
 def raw_body(draw: Any) -> bytes:
-    kind = draw(st.sampled_from(["binary", "fields", "escaped", "huge", "not-object", "truncated", "one-bad", "one-bad"]))
+    kind = draw(
+        st.sampled_from(["binary", "fields", "escaped", "huge", "not-object", "truncated", "one-bad", "one-bad"])
+    )
     if kind == "one-bad":  # a valid body for some route, with ONE field replaced by a raw nasty JSON value
-        base = {"content": '"Fuzzed note topic-2"', "query": '"topic-2"', "question": '"what?"', "target_id": '"nope-1"'}
-        field = draw(st.sampled_from(["content", "event_time", "category", "source_id", "query", "question", "reason",
-                                       "note_id", "agent_id", "metadata", "filters"]))
+        base = {
+            "content": '"Fuzzed note topic-2"',
+            "query": '"topic-2"',
+            "question": '"what?"',
+            "target_id": '"nope-1"',
+        }
+        field = draw(
+            st.sampled_from(
+                [
+                    "content",
+                    "event_time",
+                    "category",
+                    "source_id",
+                    "query",
+                    "question",
+                    "reason",
+                    "note_id",
+                    "agent_id",
+                    "metadata",
+                    "filters",
+                ]
+            )
+        )
         value = draw(escaped)
         if field == "metadata":
             value = "{" + draw(escaped) + ": " + draw(escaped) + "}"
@@ -175,8 +258,11 @@ def test_hand_written_rest_fuzz(settings: Settings, fuzz_user: str) -> None:
     statuses: Counter[int] = Counter()
     refused_by_client = [0]
     with TestClient(app, raise_server_exceptions=False) as client:
-        ok = client.post("/v1/notes", json={"content": "A real note for the fuzzer topic-1."},
-                         headers={"X-API-Key": KEY, "X-User-Id": fuzz_user})
+        ok = client.post(
+            "/v1/notes",
+            json={"content": "A real note for the fuzzer topic-1."},
+            headers={"X-API-Key": KEY, "X-User-Id": fuzz_user},
+        )
         assert ok.status_code == 201, ok.text
         real_id = ok.json()["note"]["id"]
 
@@ -184,15 +270,38 @@ def test_hand_written_rest_fuzz(settings: Settings, fuzz_user: str) -> None:
             r = client.get("/v1/notes", params={"limit": 1}, headers={"X-API-Key": KEY, "X-User-Id": fuzz_user})
             return int(r.json()["total"])
 
-        @hsettings(max_examples=HAND_EXAMPLES, deadline=None, derandomize=not FULL, suppress_health_check=list(HealthCheck),
-                   database=None)
-        @given(route=st.sampled_from(ROUTES), body=raw_body(), ctype=st.sampled_from(
-            ["application/json", "application/json", "application/json", "application/json", "text/plain", "application/x-www-form-urlencoded", "", "application/json; charset=latin-1"]),
-            note_id=st.one_of(st.just(real_id), path_ids), user=st.one_of(st.just(fuzz_user), st.just(fuzz_user), header_text),
-            key=st.one_of(st.just(KEY), st.just(KEY), st.just(KEY), header_text), extra=st.dictionaries(
-                st.sampled_from(["X-Agent-Id", "X-Run-Id", "Content-Length", "Authorization"]), header_text, max_size=2))
-        def run(route: tuple[str, str], body: bytes, ctype: str, note_id: str, user: str, key: str,
-                extra: dict[str, str]) -> None:
+        @hsettings(
+            max_examples=HAND_EXAMPLES,
+            deadline=None,
+            derandomize=not FULL,
+            suppress_health_check=list(HealthCheck),
+            database=None,
+        )
+        @given(
+            route=st.sampled_from(ROUTES),
+            body=raw_body(),
+            ctype=st.sampled_from(
+                [
+                    "application/json",
+                    "application/json",
+                    "application/json",
+                    "application/json",
+                    "text/plain",
+                    "application/x-www-form-urlencoded",
+                    "",
+                    "application/json; charset=latin-1",
+                ]
+            ),
+            note_id=st.one_of(st.just(real_id), path_ids),
+            user=st.one_of(st.just(fuzz_user), st.just(fuzz_user), header_text),
+            key=st.one_of(st.just(KEY), st.just(KEY), st.just(KEY), header_text),
+            extra=st.dictionaries(
+                st.sampled_from(["X-Agent-Id", "X-Run-Id", "Content-Length", "Authorization"]), header_text, max_size=2
+            ),
+        )
+        def run(
+            route: tuple[str, str], body: bytes, ctype: str, note_id: str, user: str, key: str, extra: dict[str, str]
+        ) -> None:
             method, path = route
             try:
                 url = path.replace("{id}", quote(note_id, safe="%."))
@@ -203,12 +312,16 @@ def test_hand_written_rest_fuzz(settings: Settings, fuzz_user: str) -> None:
                 headers["Content-Type"] = ctype
             before = count()
             try:
-                r = client.request(method, url, content=body if method not in ("GET", "DELETE") else None, headers=headers)
-            except Exception:  # noqa: BLE001 - the HTTP client refused to send it (server errors come back as 500s)
+                r = client.request(
+                    method, url, content=body if method not in ("GET", "DELETE") else None, headers=headers
+                )
+            except Exception:
                 refused_by_client[0] += 1
                 return
             statuses[r.status_code] += 1
-            _check(r.status_code, r.content, r.headers.get("content-type", ""), lambda: (method, url, body[:200], headers))
+            _check(
+                r.status_code, r.content, r.headers.get("content-type", ""), lambda: (method, url, body[:200], headers)
+            )
             after = count()
             if r.status_code >= 400 or method in ("GET", "PUT", "PATCH"):
                 assert after == before, (method, url, r.status_code)  # refused: nothing written
@@ -217,7 +330,8 @@ def test_hand_written_rest_fuzz(settings: Settings, fuzz_user: str) -> None:
     record(
         f"rest-hand-fuzz-{'full' if FULL else 'ci'}",
         {
-            "requests": sum(statuses.values()), "statuses": dict(sorted(statuses.items())),
+            "requests": sum(statuses.values()),
+            "statuses": dict(sorted(statuses.items())),
             "not_sendable": refused_by_client[0],
             "table": {
                 "scenario": "REST fuzz (hand-written hypothesis)",

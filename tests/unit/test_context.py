@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -12,13 +12,19 @@ from graphmem.service.context import build_context, render
 from graphmem.tokens import count_tokens
 
 SCOPE = Scope(user_id="u")
-T0 = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)
+T0 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
 
 
 def note(text: str, day: int | None, *, label: str | None = None, context: str = "", minute: int = 0) -> Note:
     ev = None if day is None else T0 + timedelta(days=day)
-    return Note(content=text, scope=SCOPE, event_time=ev, event_time_text=label, context=context,
-                created_at=T0 + timedelta(minutes=minute))
+    return Note(
+        content=text,
+        scope=SCOPE,
+        event_time=ev,
+        event_time_text=label,
+        context=context,
+        created_at=T0 + timedelta(minutes=minute),
+    )
 
 
 def test_notes_are_written_in_time_order_under_one_header_per_date() -> None:
@@ -64,7 +70,9 @@ def test_one_header_per_date_costs_less_than_a_date_per_line() -> None:
     days=st.lists(st.integers(0, 3), min_size=15, max_size=15),
     budget=st.integers(1, 400),
 )
-def test_never_over_budget_and_the_choice_is_a_rank_order_subset(sizes: list[int], days: list[int], budget: int) -> None:
+def test_never_over_budget_and_the_choice_is_a_rank_order_subset(
+    sizes: list[int], days: list[int], budget: int
+) -> None:
     notes = [note("w " * n, days[i], label=f"day {days[i]}", minute=i) for i, n in enumerate(sizes)]
     ctx = build_context(notes, budget)
     assert ctx.tokens <= budget and ctx.tokens == count_tokens(ctx.text)

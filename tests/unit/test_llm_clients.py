@@ -286,7 +286,7 @@ def fake_http() -> Iterator[tuple[int, dict[str, object]]]:
     routes: dict[str, object] = {}
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (stdlib name)
+        def do_GET(self) -> None:
             if self.path not in routes:
                 self.send_error(404)
                 return

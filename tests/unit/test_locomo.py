@@ -97,7 +97,7 @@ def test_bad_files_raise_clear_errors(tmp_path: Path) -> None:
     with pytest.raises(InvalidInputError, match="no such file"):
         load_locomo(tmp_path / "missing.json")
     bad = tmp_path / "bad.json"
-    bad.write_text("[{\"qa\": []}]")
+    bad.write_text('[{"qa": []}]')
     with pytest.raises(InvalidInputError, match="not a LoCoMo sample"):
         load_locomo(bad)
 

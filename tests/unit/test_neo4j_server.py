@@ -49,9 +49,7 @@ def test_required_java() -> None:
 def test_endpoints_and_browser_url(tmp_path: Path) -> None:
     e = endpoints(make(tmp_path, neo4j_uri="bolt://localhost:17687", neo4j_http_port=17474))
     assert (e.host, e.bolt_port, e.http_port, e.username) == ("127.0.0.1", 17687, 17474, None)
-    assert e.browser_url == (
-        "http://127.0.0.1:17474/browser/?dbms=bolt://127.0.0.1:17687&preselectAuthMethod=NO_AUTH"
-    )
+    assert e.browser_url == ("http://127.0.0.1:17474/browser/?dbms=bolt://127.0.0.1:17687&preselectAuthMethod=NO_AUTH")
     e = endpoints(make(tmp_path, neo4j_password=SecretStr("password1")))
     assert e.browser_url.endswith("?dbms=bolt://neo4j@127.0.0.1:7687&preselectAuthMethod=NATIVE")
 
@@ -70,8 +68,12 @@ def test_endpoints_refuse(tmp_path: Path, uri: str, message: str) -> None:
 
 
 def test_conf_uses_absolute_paths_ports_and_auth(tmp_path: Path) -> None:
-    server = LocalNeo4j(make(tmp_path, neo4j_uri="bolt://127.0.0.1:17687", neo4j_http_port=17474, neo4j_pagecache="64m"))
-    conf = dict(line.split("=", 1) for line in server.render_conf().splitlines() if "=" in line and not line.startswith("#"))
+    server = LocalNeo4j(
+        make(tmp_path, neo4j_uri="bolt://127.0.0.1:17687", neo4j_http_port=17474, neo4j_pagecache="64m")
+    )
+    conf = dict(
+        line.split("=", 1) for line in server.render_conf().splitlines() if "=" in line and not line.startswith("#")
+    )
     assert conf["server.bolt.listen_address"] == "127.0.0.1:17687"
     assert conf["server.http.listen_address"] == "127.0.0.1:17474"
     assert conf["server.default_listen_address"] == "127.0.0.1"

@@ -19,21 +19,34 @@ def _default_data_dir(settings: Any) -> Path | None:
 
 @app.command("bench")
 def bench_cmd(
-    sizes: Annotated[str, typer.Option("--sizes", help="scope sizes, comma-separated (grown in one scope)")] = "1000,10000,100000",
-    out: Annotated[Path, typer.Option("--out", help="output folder (bench.json, bench.md, latency_vs_size.png)")] = Path("eval-out/bench"),
+    sizes: Annotated[
+        str, typer.Option("--sizes", help="scope sizes, comma-separated (grown in one scope)")
+    ] = "1000,10000,100000",
+    out: Annotated[
+        Path, typer.Option("--out", help="output folder (bench.json, bench.md, latency_vs_size.png)")
+    ] = Path("eval-out/bench"),
     data_dir: Annotated[
-        Path | None, typer.Option("--data-dir", help="Neo4j data folder, for bytes on disk per note (default: the managed server's)")
+        Path | None,
+        typer.Option(
+            "--data-dir", help="Neo4j data folder, for bytes on disk per note (default: the managed server's)"
+        ),
     ] = None,
     repetitions: Annotated[int, typer.Option("--repetitions", help="timed calls per measurement")] = 500,
     warmup: Annotated[int, typer.Option("--warmup", help="untimed calls before each measurement")] = 50,
     queries: Annotated[int, typer.Option("--queries", help="distinct query sentences")] = 100,
-    brute_reps: Annotated[int, typer.Option("--brute-reps", help="timed brute-force Cypher scans (at most 60 s each size)")] = 20,
+    brute_reps: Annotated[
+        int, typer.Option("--brute-reps", help="timed brute-force Cypher scans (at most 60 s each size)")
+    ] = 20,
     k: Annotated[int, typer.Option("-k", help="top-k")] = 10,
     seed: Annotated[int, typer.Option("--seed", help="seed of the synthetic sentences")] = 42,
-    links: Annotated[bool, typer.Option("--links/--no-links", help="add a FOLLOWS chain for the one-hop measurement")] = True,
+    links: Annotated[
+        bool, typer.Option("--links/--no-links", help="add a FOLLOWS chain for the one-hop measurement")
+    ] = True,
     keep: Annotated[bool, typer.Option("--keep", help="keep the bench scope afterwards")] = False,
     scope_user: Annotated[str, typer.Option("--scope-user", help="user id prefix of the bench scope")] = "bench",
-    allow_1m: Annotated[bool, typer.Option("--allow-1m", help="allow sizes above 100,000 (slow: embedding alone takes long)")] = False,
+    allow_1m: Annotated[
+        bool, typer.Option("--allow-1m", help="allow sizes above 100,000 (slow: embedding alone takes long)")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Synthetic notes in bulk, then search latency p50/p95 vs exact NumPy and a brute-force Cypher scan."""

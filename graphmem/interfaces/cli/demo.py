@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 import typer
@@ -67,7 +67,7 @@ async def _run(settings: Any, browser_url: str) -> dict[str, Any]:
     else:
         console.print(f"[green]LLM[/] {settings.resolved_llm_provider}: {settings.llm_model}")
 
-    run_id = "run-" + datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    run_id = "run-" + datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     scope = Scope(user_id="demo", agent_id="demo", run_id=run_id)
     total = Usage()
     ingest = Usage()
@@ -101,13 +101,17 @@ async def _run(settings: Any, browser_url: str) -> dict[str, Any]:
                 console.print(f"    [green]-[{link.type.value}]->[/] {target[:70]}  [dim]because {link.reason}[/]")
                 links_out.append({"from": text, "to": target, "type": link.type.value, "reason": link.reason})
             for change in result.evolved:
-                evolved_out.append({"note": notes.get(change.note_id, change.note_id), **change.model_dump(mode="json")})
+                evolved_out.append(
+                    {"note": notes.get(change.note_id, change.note_id), **change.model_dump(mode="json")}
+                )
                 console.print(f"    [magenta]evolved[/] {notes.get(change.note_id, change.note_id)[:70]}")
                 console.print(f"      before: {change.before.get('context')!r} {change.before.get('tags')}")
                 console.print(f"      after:  {change.after.get('context')!r} {change.after.get('tags')}")
             for why in result.rejected:
                 console.print(f"    [yellow]rejected proposal:[/] {why}")
-            console.print(f"    [dim]{result.usage.llm_calls} LLM calls, {result.usage.total_tokens} tokens, {per_note[-1]:.1f} s[/]")
+            console.print(
+                f"    [dim]{result.usage.llm_calls} LLM calls, {result.usage.total_tokens} tokens, {per_note[-1]:.1f} s[/]"
+            )
 
         console.rule("[bold]Questions that need several sessions")
         answers = []
@@ -127,9 +131,16 @@ async def _run(settings: Any, browser_url: str) -> dict[str, Any]:
                 f"[dim]context {res.context_tokens} tokens; LLM {res.usage.input_tokens} in / "
                 f"{res.usage.output_tokens} out; {res.usage.total_seconds:.1f} s[/]"
             )
-            answers.append({"question": q, "answer": res.answer, "notes": [h.note.content for h in res.notes],
-                            "context_tokens": res.context_tokens, "input_tokens": res.usage.input_tokens,
-                            "output_tokens": res.usage.output_tokens})
+            answers.append(
+                {
+                    "question": q,
+                    "answer": res.answer,
+                    "notes": [h.note.content for h in res.notes],
+                    "context_tokens": res.context_tokens,
+                    "input_tokens": res.usage.input_tokens,
+                    "output_tokens": res.usage.output_tokens,
+                }
+            )
 
     calls_per_note = ingest.llm_calls / len(CONVERSATION)
     llm_links = sum(1 for l in links_out if l["type"] != "FOLLOWS" or l["reason"] != FOLLOWS_REASON)

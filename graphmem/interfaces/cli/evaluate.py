@@ -21,14 +21,19 @@ from rich.progress import (
 from graphmem.interfaces.cli import app
 from graphmem.interfaces.cli.common import JsonOpt, console, print_json
 
-eval_app = typer.Typer(help="Evaluate graphmem on LoCoMo (QA with an LLM, or retrieval without one).", no_args_is_help=True)
+eval_app = typer.Typer(
+    help="Evaluate graphmem on LoCoMo (QA with an LLM, or retrieval without one).", no_args_is_help=True
+)
 app.add_typer(eval_app, name="eval")
 
 DataOpt = Annotated[Path, typer.Option("--data", help="LoCoMo JSON file (e.g. locomo10.json); never copied")]
 ConvOpt = Annotated[
-    str | None, typer.Option("--conversations", "-c", help="sample ids or 1-based positions, comma-separated (default all)")
+    str | None,
+    typer.Option("--conversations", "-c", help="sample ids or 1-based positions, comma-separated (default all)"),
 ]
-SessOpt = Annotated[str | None, typer.Option("--sessions", "-s", help="session numbers: '1', '1-3', '1,4' (default all)")]
+SessOpt = Annotated[
+    str | None, typer.Option("--sessions", "-s", help="session numbers: '1', '1-3', '1,4' (default all)")
+]
 MaxQOpt = Annotated[int | None, typer.Option("--max-questions", help="at most this many questions per conversation")]
 
 
@@ -77,19 +82,33 @@ def _print_outputs(written: dict[str, Path]) -> None:
 @eval_app.command("locomo")
 def locomo_cmd(
     data: DataOpt,
-    out: Annotated[Path, typer.Option("--out", help="output folder (answers.jsonl, qa.json, qa.md, plot)")] = Path("eval-out/locomo"),
+    out: Annotated[Path, typer.Option("--out", help="output folder (answers.jsonl, qa.json, qa.md, plot)")] = Path(
+        "eval-out/locomo"
+    ),
     conversations: ConvOpt = None,
     sessions: SessOpt = None,
     max_questions: MaxQOpt = None,
-    mode: Annotated[str | None, typer.Option("--mode", help="search mode: vector | links | hybrid (default: setting)")] = None,
+    mode: Annotated[
+        str | None, typer.Option("--mode", help="search mode: vector | links | hybrid (default: setting)")
+    ] = None,
     k: Annotated[int | None, typer.Option("-k", help="notes retrieved per question (default: setting)")] = None,
-    baseline: Annotated[str, typer.Option("--baseline", help="none | full-context (also answer with the whole conversation)")] = "none",
+    baseline: Annotated[
+        str, typer.Option("--baseline", help="none | full-context (also answer with the whole conversation)")
+    ] = "none",
     baseline_only: Annotated[bool, typer.Option("--baseline-only", help="run only the baseline (no ingest)")] = False,
     categories: Annotated[str, typer.Option("--categories", help="category ids, comma-separated")] = "1,2,3,4,5",
-    cat5_prompt: Annotated[str, typer.Option("--cat5-prompt", help="options (A-MEM/LoCoMo: shows the distractor) | open")] = "options",
-    judge: Annotated[bool, typer.Option("--judge", help="also grade answers of categories 1-4 with the LLM judge")] = False,
-    temperature: Annotated[float | None, typer.Option("--temperature", help="LLM temperature (default: setting, 0)")] = None,
-    tag: Annotated[str | None, typer.Option("--tag", help="scope tag (default: derived from model and ablation settings)")] = None,
+    cat5_prompt: Annotated[
+        str, typer.Option("--cat5-prompt", help="options (A-MEM/LoCoMo: shows the distractor) | open")
+    ] = "options",
+    judge: Annotated[
+        bool, typer.Option("--judge", help="also grade answers of categories 1-4 with the LLM judge")
+    ] = False,
+    temperature: Annotated[
+        float | None, typer.Option("--temperature", help="LLM temperature (default: setting, 0)")
+    ] = None,
+    tag: Annotated[
+        str | None, typer.Option("--tag", help="scope tag (default: derived from model and ablation settings)")
+    ] = None,
     token_budget: Annotated[int | None, typer.Option("--token-budget", help="context token budget of ask")] = None,
     ingest_only: Annotated[bool, typer.Option("--ingest-only", help="store the turns, answer nothing")] = False,
     seed: Annotated[int, typer.Option("--seed", help="seed of the category-5 option order")] = 0,
@@ -145,12 +164,16 @@ def locomo_cmd(
 @eval_app.command("retrieval")
 def retrieval_cmd(
     data: DataOpt,
-    out: Annotated[Path, typer.Option("--out", help="output folder (retrieval.json, retrieval.md, recall_at_k.png)")] = Path("eval-out/retrieval"),
+    out: Annotated[
+        Path, typer.Option("--out", help="output folder (retrieval.json, retrieval.md, recall_at_k.png)")
+    ] = Path("eval-out/retrieval"),
     conversations: ConvOpt = None,
     sessions: SessOpt = None,
     max_questions: MaxQOpt = None,
     ks: Annotated[str, typer.Option("--ks", help="k values, comma-separated")] = "1,5,10,20,40,50",
-    modes: Annotated[str, typer.Option("--modes", help="vector,links,hybrid,dense,full")] = "vector,links,hybrid,dense,full",
+    modes: Annotated[
+        str, typer.Option("--modes", help="vector,links,hybrid,dense,full")
+    ] = "vector,links,hybrid,dense,full",
     follows_links: Annotated[
         bool,
         typer.Option(
@@ -159,10 +182,17 @@ def retrieval_cmd(
         ),
     ] = True,
     reuse_tag: Annotated[
-        str | None, typer.Option("--reuse-tag", help="evaluate existing scopes locomo-<tag>-<sample> (e.g. enriched by `eval locomo`)")
+        str | None,
+        typer.Option(
+            "--reuse-tag", help="evaluate existing scopes locomo-<tag>-<sample> (e.g. enriched by `eval locomo`)"
+        ),
     ] = None,
-    token_budget: Annotated[int | None, typer.Option("--token-budget", help="budget for budget_recall@k (default: setting)")] = None,
-    tag: Annotated[str | None, typer.Option("--tag", help="scope tag of the raw notes (default raw-<embed text>[-follows])")] = None,
+    token_budget: Annotated[
+        int | None, typer.Option("--token-budget", help="budget for budget_recall@k (default: setting)")
+    ] = None,
+    tag: Annotated[
+        str | None, typer.Option("--tag", help="scope tag of the raw notes (default raw-<embed text>[-follows])")
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """LLM-free retrieval eval: evidence recall@k, all-evidence hit@k and context tokens per mode."""

@@ -24,7 +24,9 @@ TimeoutOpt = Annotated[float, typer.Option("--timeout", help="seconds to wait fo
 
 
 def _print_endpoints(st: ServerStatus) -> None:
-    console.print(f"  Bolt     [cyan]{st.bolt_uri}[/]" + ("  (auth: NEO4J_USERNAME / NEO4J_PASSWORD)" if st.auth else ""))
+    console.print(
+        f"  Bolt     [cyan]{st.bolt_uri}[/]" + ("  (auth: NEO4J_USERNAME / NEO4J_PASSWORD)" if st.auth else "")
+    )
     console.print(f"  HTTP     [cyan]{st.http_url}[/]")
     console.print(f"  Browser  [cyan]{st.browser_url}[/]", soft_wrap=True)
 

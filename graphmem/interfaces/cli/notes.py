@@ -52,7 +52,9 @@ def _print_add(result: AddResult) -> None:
     for link in result.links:
         console.print(f"  [cyan]-[{link.type.value}]->[/] {link.target_id}  [dim]{link.reason}[/]")
     for change in result.evolved:
-        console.print(f"  [magenta]evolved[/] {change.note_id}: {change.before.get('context')!r} -> {change.after.get('context')!r}")
+        console.print(
+            f"  [magenta]evolved[/] {change.note_id}: {change.before.get('context')!r} -> {change.after.get('context')!r}"
+        )
     for why in result.rejected:
         console.print(f"  [yellow]rejected[/] {why}")
     u = result.usage
@@ -79,8 +81,13 @@ def add(
     text = sys.stdin.read() if content == "-" else content
     result = run_service(
         lambda svc: svc.add(
-            text, scope, note_id=note_id, event_time=event_time, dedupe_content=dedupe,
-            enrich=False if raw else None, follows=follows,
+            text,
+            scope,
+            note_id=note_id,
+            event_time=event_time,
+            dedupe_content=dedupe,
+            enrich=False if raw else None,
+            follows=follows,
         )
     )
     if as_json:
@@ -96,9 +103,7 @@ def search(
     agent: AgentOpt = "default",
     run: RunOpt = "default",
     k: Annotated[int | None, typer.Option("-k", help="number of primary hits (default GRAPHMEM_SEARCH_K)")] = None,
-    mode: Annotated[
-        str | None, typer.Option(help="vector | links | hybrid (default GRAPHMEM_SEARCH_MODE)")
-    ] = None,
+    mode: Annotated[str | None, typer.Option(help="vector | links | hybrid (default GRAPHMEM_SEARCH_MODE)")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Search the scope's notes; linked notes are expanded one hop."""
@@ -155,11 +160,13 @@ def show(
 
     note, links, history = run_service(work)
     if as_json:
-        print_json({
-            "note": note.model_dump(mode="json", exclude={"embedding"}),
-            "links": [l.model_dump(mode="json") for l in links],
-            "history": [h.model_dump(mode="json") for h in history],
-        })
+        print_json(
+            {
+                "note": note.model_dump(mode="json", exclude={"embedding"}),
+                "links": [l.model_dump(mode="json") for l in links],
+                "history": [h.model_dump(mode="json") for h in history],
+            }
+        )
         return
     console.print(f"[bold]{note.id}[/] v{note.version} [dim]{note.scope}[/]\n{note.content}")
     console.print(f"context: {note.context}\nkeywords: {', '.join(note.keywords)}\ntags: {', '.join(note.tags)}")
@@ -214,7 +221,9 @@ def delete(
 def link(
     source_id: str,
     target_id: str,
-    link_type: Annotated[str, typer.Option("--type", help="RELATED_TO, SUPPORTS, CONTRADICTS, ELABORATES, FOLLOWS, SAME_TOPIC")] = "RELATED_TO",
+    link_type: Annotated[
+        str, typer.Option("--type", help="RELATED_TO, SUPPORTS, CONTRADICTS, ELABORATES, FOLLOWS, SAME_TOPIC")
+    ] = "RELATED_TO",
     reason: str = "",
     user: UserOpt = "default",
     agent: AgentOpt = "default",
@@ -296,10 +305,14 @@ def import_cmd(
         conversations = load_locomo(path)
         # ids derive from the scope: the same file imports into two scopes, and twice into one idempotently
         items = [item for conv in conversations for item in turn_inputs(conv, tag=scope_tag(scope))]
-        with Progress(TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), console=console) as bar:
+        with Progress(
+            TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), console=console
+        ) as bar:
             task = bar.add_task("import", total=len(items))
             ids = run_service(
-                lambda svc: svc.add_many(items, scope, batch_size=256, progress=lambda d, t: bar.update(task, completed=d))
+                lambda svc: svc.add_many(
+                    items, scope, batch_size=256, progress=lambda d, t: bar.update(task, completed=d)
+                )
             )
         n = len(ids)
     else:
