@@ -1,10 +1,9 @@
 """graphmem: A-MEM agentic memory on Neo4j."""
 
+from graphmem._version import __version__
 from graphmem.config import Settings, load_settings
 from graphmem.errors import GraphmemError
 from graphmem.models import AddResult, AskResult, Link, LinkType, Note, Scope, SearchHit, Usage
-
-__version__ = "0.1.0"
 
 __all__ = [
     "AddResult",

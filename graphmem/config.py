@@ -15,6 +15,7 @@ from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_vali
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from graphmem.errors import ConfigError
+from graphmem.models import SearchMode
 
 LocalModel = Literal["qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b"]
 StructuredMethod = Literal["auto", "json_schema", "function_calling", "json_mode"]
@@ -88,7 +89,7 @@ class Settings(BaseSettings):
     embed_text_variant: EmbedTextVariant = "full"
     max_content_chars: int = Field(8000, ge=1, le=1_000_000)
     search_k: int = Field(10, ge=1, le=1000)
-    search_mode: Literal["vector", "links", "hybrid"] = "hybrid"
+    search_mode: SearchMode = SearchMode.HYBRID
     links_per_hit: int = Field(3, ge=0, le=50)
     over_fetch_ratio: int = Field(4, ge=1, le=100)
     context_token_budget: int = Field(1000, ge=50, le=200_000)

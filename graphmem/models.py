@@ -1,9 +1,11 @@
-"""Domain models: notes, scopes, links, search hits, accounting. No I/O here."""
+"""Domain models: notes, scopes, links, search requests and hits, the DTOs the service hands the
+store (``ports.NoteStore``), accounting. Each domain word is defined here once. No I/O here."""
 
 from __future__ import annotations
 
 import re
 import uuid
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal
@@ -14,6 +16,8 @@ from graphmem.errors import InvalidInputError
 
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:@\-]{0,127}$"
 _ID_RE = re.compile(ID_PATTERN)
+# C0 control characters other than tab, newline and carriage return, plus DEL: never stored.
+CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 def utcnow() -> datetime:
@@ -34,6 +38,38 @@ def check_id(value: str, what: str = "id") -> str:
     return value
 
 
+def validate_content(value: Any, max_chars: int, *, what: str = "content") -> str:
+    """Refuse what cannot be stored text: non-text, empty, oversized, control characters, invalid UTF-8.
+
+    Returns the text stripped of surrounding whitespace.
+    """
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{what} must be text, got {type(value).__name__}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInputError(f"{what} is not valid UTF-8 text (lone surrogates)") from None
+    if CONTROL_CHARS.search(value):
+        raise InvalidInputError(f"{what} contains control characters (binary data?)")
+    stripped = value.strip()
+    if not stripped:
+        raise InvalidInputError(f"{what} is empty")
+    if len(stripped) > max_chars:
+        raise InvalidInputError(f"{what} has {len(stripped)} characters, over the limit of {max_chars}")
+    return stripped
+
+
+def validate_label(value: Any, max_chars: int, *, what: str) -> str | None:
+    """Optional short text (category, source id): None stays None; otherwise checked like content."""
+    if value is None:
+        return None
+    return validate_content(value, max_chars, what=what)
+
+
+def iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
 class LinkType(StrEnum):
     """The closed set of typed links between notes (A-MEM's 'strengthen' action, made explicit).
 
@@ -51,6 +87,44 @@ class LinkType(StrEnum):
     ELABORATES = "ELABORATES"
     FOLLOWS = "FOLLOWS"
     SAME_TOPIC = "SAME_TOPIC"
+
+    @property
+    def meaning(self) -> str:
+        """What the type says, in the words the link prompt gives the LLM."""
+        return _LINK_MEANINGS[self]
+
+
+_LINK_MEANINGS = {
+    LinkType.RELATED_TO: "generic",
+    LinkType.SUPPORTS: "gives evidence for",
+    LinkType.CONTRADICTS: "states a fact that cannot be true together with the neighbour's, rare",
+    LinkType.ELABORATES: "adds detail to",
+    LinkType.FOLLOWS: "happens after or continues",
+    LinkType.SAME_TOPIC: "same entity or subject",
+}
+
+
+class SearchMode(StrEnum):
+    """How search finds notes.
+
+    VECTOR  HNSW top-k by cosine inside the scope
+    LINKS   vector, + one hop along typed links from each hit
+    HYBRID  vector fused with full-text by reciprocal rank, + one hop (the default)
+    """
+
+    VECTOR = "vector"
+    LINKS = "links"
+    HYBRID = "hybrid"
+
+    @classmethod
+    def parse(cls, value: SearchMode | str) -> SearchMode:
+        """The mode a caller named; InvalidInputError for anything else."""
+        try:
+            return cls(value)
+        except ValueError:
+            raise InvalidInputError(
+                f"unknown search mode {str(value)[:40]!r}; one of {', '.join(m.value for m in cls)}"
+            ) from None
 
 
 class EnrichmentStatus(StrEnum):
@@ -115,6 +189,22 @@ class Note(BaseModel):
     @classmethod
     def _valid_id(cls, value: str) -> str:
         return check_id(value, "id")
+
+    def brief(self) -> dict[str, Any]:
+        """The note as tools and agents see it (MCP, LangChain, LangGraph): what it says and when."""
+        return {
+            "id": self.id,
+            "content": self.content,
+            "context": self.context,
+            "keywords": list(self.keywords),
+            "tags": list(self.tags),
+            "event_time": iso(self.event_time) or self.event_time_text,
+            "created_at": iso(self.created_at),
+        }
+
+    def public(self) -> dict[str, Any]:
+        """Every field as JSON except the embedding (CLI ``--json``, REST bodies)."""
+        return self.model_dump(mode="json", exclude={"embedding"})
 
 
 # The reason recorded on a FOLLOWS link made for a conversation turn (add(..., follows=previous id)).
@@ -207,3 +297,145 @@ class AskResult(BaseModel):
     notes: list[SearchHit]
     context_tokens: int
     usage: Usage
+
+
+# --- search requests ------------------------------------------------------------------------------
+
+
+class SearchFilters(BaseModel):
+    """Optional filters of a search; None means "no filter". Validated once, here, for every interface.
+
+    Values are user text too, so they are checked like note text; naive bounds are taken as UTC
+    (event times are stored with a time zone, and a naive bound would match nothing).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tags_any: list[str] | None = Field(None, max_length=50, description="notes with any of these tags")
+    category: str | None = None
+    since: datetime | None = Field(None, description="event time at or after")
+    until: datetime | None = Field(None, description="event time at or before")
+
+    @field_validator("tags_any", mode="after")
+    @classmethod
+    def _tags(cls, value: list[str] | None) -> list[str] | None:
+        return None if value is None else [validate_content(t, 200, what="tag filter") for t in value]
+
+    @field_validator("category", mode="after")
+    @classmethod
+    def _category(cls, value: str | None) -> str | None:
+        return validate_label(value, 200, what="category filter")
+
+    @field_validator("since", "until", mode="after")
+    @classmethod
+    def _utc(cls, value: datetime | None) -> datetime | None:
+        return value if value is None or value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+class NoteInput(BaseModel):
+    """One note to add in bulk (import, LoCoMo ingest, benchmarks)."""
+
+    content: str
+    note_id: str | None = None
+    event_time: datetime | str | None = None
+    category: str | None = None
+    source_id: str | None = None
+    metadata: dict[str, str] = Field(default_factory=dict)
+    keywords: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+    context: str = ""
+    follows: str | None = None  # id of the previous turn (in this batch or already stored): a FOLLOWS link
+
+
+# --- the steps of an add, and what the service hands the store ------------------------------------
+
+
+@dataclass
+class ConstructedNote:
+    """A note after A-MEM's construction step (validated, enriched or marked, embedded); not stored yet."""
+
+    note: Note
+    embedding: list[float]
+    usage: Usage = field(default_factory=lambda: Usage())
+
+
+@dataclass(frozen=True)
+class NeighbourEvolution:
+    """A validated proposal to evolve one shown neighbour: its values before and the new ones."""
+
+    before: Note
+    context: str
+    tags: list[str]
+    keywords: list[str]
+
+    def after(self) -> dict[str, Any]:
+        return {"context": self.context, "tags": self.tags, "keywords": self.keywords}
+
+
+@dataclass
+class EvolutionPlan:
+    """What the link/evolution step decided for one new note: links to write, neighbours to evolve,
+    and the proposals refused, each with its reason (the LLM proposes, the service decides)."""
+
+    links: list[Link] = field(default_factory=list)
+    updates: list[NeighbourEvolution] = field(default_factory=list)
+    rejected: list[str] = field(default_factory=list)
+
+
+@dataclass
+class NeighbourUpdate:
+    """A validated evolution of one neighbour, ready to write (embedding already computed)."""
+
+    note_id: str
+    context: str
+    tags: list[str]
+    keywords: list[str]
+    embedding: list[float]
+
+
+@dataclass
+class AddWrite:
+    """Everything one A-MEM add writes, in one transaction."""
+
+    note: Note
+    embedding: list[float]
+    links: list[Link] = field(default_factory=list)
+    updates: list[NeighbourUpdate] = field(default_factory=list)
+    variant: str = "full"
+
+
+@dataclass(frozen=True)
+class AddOutcome:
+    """What the store wrote for an AddWrite: nothing when the id was already there (idempotent add)."""
+
+    created: bool
+    links: list[Link] = field(default_factory=list)
+    versions: dict[str, int] = field(default_factory=dict)  # neighbour id -> its new version
+
+
+@dataclass
+class LinkedNote:
+    """A note reached by one hop along a typed link from a search hit."""
+
+    from_id: str
+    via: LinkedVia
+    note: Note
+
+
+# --- chat histories -------------------------------------------------------------------------------
+
+
+@dataclass
+class StoredMessage:
+    """One chat message as stored: its type and LangChain's ``message_to_dict`` JSON."""
+
+    type: str
+    data_json: str
+
+
+@dataclass
+class SessionInfo:
+    session_id: str
+    messages: int
+    created_at: datetime | None
+    updated_at: datetime | None

@@ -63,7 +63,14 @@ def all_names() -> list[str]:
     return sorted(str(p.relative_to(root).with_suffix("")) for p in root.rglob("*.cypher") if "browse" not in p.parts)
 
 
+def split(query: Query) -> list[Query]:
+    """The statements of a multi-statement file (``schema``), split on ``;`` at line ends, each with
+    the parameters it uses (so a caller binds each one through ``bind`` like any query)."""
+    body = _COMMENT.sub("", query.text)
+    parts = [cast(LiteralString, s.strip()) for s in re.split(r";\s*\n", body) if s.strip()]
+    return [Query(name=f"{query.name}#{i}", text=t, params=_parse_params(t)) for i, t in enumerate(parts, 1)]
+
+
 def statements(name: str) -> list[LiteralString]:
-    """Split a multi-statement file (``schema``) on ``;`` at line ends."""
-    body = _COMMENT.sub("", load(name).text)
-    return [cast(LiteralString, s.strip()) for s in re.split(r";\s*\n", body) if s.strip()]
+    """The statement texts of a multi-statement file (``split`` of ``load(name)``)."""
+    return [q.text for q in split(load(name))]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from graphmem.queries import cypher_dir
+
 
 @dataclass(frozen=True)
 class Turn:
@@ -64,10 +66,11 @@ QUESTIONS: tuple[str, ...] = (
     "How long had Priya been taking pottery lessons when she sold her mugs?",
 )
 
-BROWSER_QUERY = (
-    "MATCH (n:Note {user_id: $user_id, agent_id: 'demo', run_id: $run_id})\n"
-    "OPTIONAL MATCH p = (n)-[r:RELATED_TO|SUPPORTS|CONTRADICTS|ELABORATES|FOLLOWS|SAME_TOPIC]->(:Note)\n"
-    "RETURN n, p"
+# The demo's saved Browser query (cypher/browse/demo.cypher), printed without its comment lines.
+BROWSER_QUERY = "\n".join(
+    line
+    for line in (cypher_dir() / "browse" / "demo.cypher").read_text(encoding="utf-8").splitlines()
+    if not line.startswith("//")
 )
 
 

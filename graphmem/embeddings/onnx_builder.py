@@ -10,7 +10,6 @@ Pooling and normalisation stay in NumPy, where they are cheap and easy to check.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -62,8 +61,12 @@ def build_bert_onnx(model_dir: Path) -> bytes:
     one, half, sqrt2 = const("one", 1.0), const("half", 0.5), const("sqrt2", np.sqrt(2.0))
     scale = const("scale", 1.0 / np.sqrt(hd))
     shape4, shape3 = const("s4", [0, 0, H, hd], np.int64), const("s3", [0, 0, D], np.int64)
-    heads: Callable[[str, list[int]], str] = lambda t, perm: op("Transpose", [op("Reshape", [t, shape4])], perm=perm)
-    emb: Callable[[str, str], str] = lambda t, ids: op("Gather", [const(t, W[f"{pfx}embeddings.{t}.weight"]), ids])
+
+    def heads(t: str, perm: list[int]) -> str:
+        return op("Transpose", [op("Reshape", [t, shape4])], perm=perm)
+
+    def emb(t: str, ids: str) -> str:
+        return op("Gather", [const(t, W[f"{pfx}embeddings.{t}.weight"]), ids])
 
     seq_len = op("Gather", [op("Shape", ["input_ids"]), const("i1", 1, np.int64)])
     pos_ids = op("Range", [const("i0", 0, np.int64), seq_len, const("step", 1, np.int64)])

@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from langchain_core.embeddings import Embeddings
 
-from graphmem.models import Scope
-from graphmem.service.memory import AsyncMemoryService, NoteInput
+from graphmem.models import Scope, SearchMode, Usage
+from graphmem.service import AsyncMemoryService, NoteInput
+from graphmem.store import BenchQueries
 
 Report = Callable[[str], None]
 
@@ -247,42 +247,6 @@ def store_dirs(data_dir: Path | None, database: str) -> dict[str, Path | None]:
     return {"databases": data_dir / "databases" / database, "transactions": data_dir / "transactions" / database}
 
 
-class TimedEmbeddings(Embeddings):
-    """Delegates to an embedder and adds up the time spent (to split import time into embed vs store)."""
-
-    def __init__(self, inner: Embeddings) -> None:
-        self.inner = inner
-        self.seconds = 0.0
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        t0 = time.perf_counter()
-        try:
-            return self.inner.embed_documents(texts)
-        finally:
-            self.seconds += time.perf_counter() - t0
-
-    def embed_query(self, text: str) -> list[float]:
-        t0 = time.perf_counter()
-        try:
-            return self.inner.embed_query(text)
-        finally:
-            self.seconds += time.perf_counter() - t0
-
-    async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
-        t0 = time.perf_counter()
-        try:
-            return await self.inner.aembed_documents(texts)
-        finally:
-            self.seconds += time.perf_counter() - t0
-
-    async def aembed_query(self, text: str) -> list[float]:
-        t0 = time.perf_counter()
-        try:
-            return await self.inner.aembed_query(text)
-        finally:
-            self.seconds += time.perf_counter() - t0
-
-
 @dataclass
 class BenchConfig:
     sizes: list[int]
@@ -371,14 +335,10 @@ def exact_topk(matrix: np.ndarray, q: np.ndarray, k: int) -> np.ndarray:
 
 async def run_bench(svc: AsyncMemoryService, cfg: BenchConfig, *, report: Report | None = None) -> dict[str, Any]:
     """Grow a bench scope through cfg.sizes, measuring at each size; returns the JSON-ready result."""
-    from graphmem.store.bench_queries import BenchQueries
-
     say = report or (lambda _m: None)
     sizes = sorted(set(cfg.sizes))
     scope = Scope(user_id=f"{cfg.scope_user}-{cfg.seed}", agent_id="bench", run_id="bench")
     bq = BenchQueries(svc.store)
-    timed_embedder = TimedEmbeddings(svc.embedder)
-    svc.embedder = timed_embedder
     dirs = store_dirs(cfg.data_dir, svc.settings.neo4j_database)
 
     started_all = time.perf_counter()
@@ -406,26 +366,11 @@ async def run_bench(svc: AsyncMemoryService, cfg: BenchConfig, *, report: Report
                 for i, t in enumerate(texts)
             ]
             say(f"size {size}: importing {new} notes")
-            timed_embedder.seconds = 0.0
-            store_s = 0.0
-            store_add_many = svc.store.add_many
-
-            async def timed_store_add(*args: Any, **kwargs: Any) -> Any:
-                nonlocal store_s
-                t = time.perf_counter()
-                try:
-                    return await store_add_many(*args, **kwargs)
-                finally:
-                    store_s += time.perf_counter() - t
-
-            svc.store.add_many = timed_store_add  # type: ignore[method-assign]
+            spent = Usage()  # the service reports embedding and writing time apart
             t0 = time.perf_counter()
-            try:
-                await svc.add_many(items, scope, batch_size=cfg.batch_size)
-            finally:
-                del svc.store.add_many  # back to the class's method
+            await svc.add_many(items, scope, batch_size=cfg.batch_size, usage=spent)
             import_s = time.perf_counter() - t0
-            embed_s = timed_embedder.seconds
+            embed_s, store_s = spent.embed_seconds, spent.store_seconds
             links_s = 0.0
             links = 0
             if cfg.links:
@@ -472,29 +417,29 @@ async def run_bench(svc: AsyncMemoryService, cfg: BenchConfig, *, report: Report
 
             async def vec_emb(i: int) -> list[str]:
                 hits = await svc.search(
-                    query_texts[i % nq], scope, k=cfg.k, mode="vector", query_embedding=query_vecs[i % nq]
+                    query_texts[i % nq], scope, k=cfg.k, mode=SearchMode.VECTOR, query_embedding=query_vecs[i % nq]
                 )
                 return [h.note.id for h in hits]
 
             async def vec_text(i: int) -> int:
-                return len(await svc.search(query_texts[i % nq], scope, k=cfg.k, mode="vector"))
+                return len(await svc.search(query_texts[i % nq], scope, k=cfg.k, mode=SearchMode.VECTOR))
 
             async def links_emb(i: int) -> int:
                 return len(
                     await svc.search(
-                        query_texts[i % nq], scope, k=cfg.k, mode="links", query_embedding=query_vecs[i % nq]
+                        query_texts[i % nq], scope, k=cfg.k, mode=SearchMode.LINKS, query_embedding=query_vecs[i % nq]
                     )
                 )
 
             async def hybrid_emb(i: int) -> int:  # the default mode: vector and full-text at once, + one hop
                 return len(
                     await svc.search(
-                        query_texts[i % nq], scope, k=cfg.k, mode="hybrid", query_embedding=query_vecs[i % nq]
+                        query_texts[i % nq], scope, k=cfg.k, mode=SearchMode.HYBRID, query_embedding=query_vecs[i % nq]
                     )
                 )
 
             async def links_text(i: int) -> int:
-                return len(await svc.search(query_texts[i % nq], scope, k=cfg.k, mode="links"))
+                return len(await svc.search(query_texts[i % nq], scope, k=cfg.k, mode=SearchMode.LINKS))
 
             async def bare(i: int) -> list[str]:
                 return await bq.index_ids(query_vecs[i % nq], scope, cfg.k, cfg.k * svc.settings.over_fetch_ratio)
@@ -530,11 +475,11 @@ async def run_bench(svc: AsyncMemoryService, cfg: BenchConfig, *, report: Report
             bf_recall = [len(set(res_bf[i]) & set(exact_ids[i % nq])) / cfg.k for i in range(len(res_bf))]
             entry[f"brute_force_recall@{cfg.k}"] = float(np.mean(bf_recall)) if bf_recall else None
             for i in range(3):  # warm-up
-                timed_embedder.inner.embed_query(query_texts[i % nq])
+                svc.embedder.embed_query(query_texts[i % nq])
             emb_times = []
             for i in range(min(cfg.repetitions, 200)):
                 t0 = time.perf_counter()
-                timed_embedder.inner.embed_query(query_texts[i % nq])
+                svc.embedder.embed_query(query_texts[i % nq])
                 emb_times.append(time.perf_counter() - t0)
             entry["query_embedding"] = latency_summary(emb_times)
             entry["loadavg_after"] = list(os.getloadavg())  # other work on the machine skews latencies
@@ -548,7 +493,6 @@ async def run_bench(svc: AsyncMemoryService, cfg: BenchConfig, *, report: Report
                 f"import {entry['import']['notes_per_s']:.0f} notes/s"
             )
     finally:
-        svc.embedder = timed_embedder.inner
         deleted = 0
         if not cfg.keep:
             say(f"deleting the bench scope {scope}")

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from graphmem.errors import InvalidInputError
-from graphmem.service.memory import NoteInput
+from graphmem.models import NoteInput
 
 CATEGORY_NAMES: dict[int, str] = {
     1: "multi-hop",

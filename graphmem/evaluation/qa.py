@@ -32,7 +32,7 @@ from graphmem.errors import GraphmemError
 from graphmem.evaluation import metrics
 from graphmem.evaluation.locomo import CATEGORY_NAMES, QA, Conversation, note_id
 from graphmem.models import Scope, Usage
-from graphmem.service.memory import AsyncMemoryService
+from graphmem.service import AsyncMemoryService
 
 System = Literal["memory", "full-context"]
 Cat5Prompt = Literal["options", "open"]
@@ -126,7 +126,7 @@ async def ingest(
 ) -> dict[str, Any]:
     """One ``add`` per turn, in order; turns already stored are skipped (resumable)."""
     turns = conv.turns(sessions)
-    existing = await svc.store.find_by_source([t.dia_id for _, t in turns], scope)
+    existing = await svc.find_by_source([t.dia_id for _, t in turns], scope)
     usage = Usage()
     stats: dict[str, Any] = {
         "turns": len(turns),
@@ -228,7 +228,7 @@ async def answer_with_memory(
             q.question,
             scope,
             k=cfg.k,
-            mode=cfg.mode,  # type: ignore[arg-type]
+            mode=cfg.mode,
             token_budget=cfg.token_budget,
             instructions=instructions_for(q, conv.sample_id, cfg),
         )
@@ -247,7 +247,6 @@ async def answer_with_memory(
 async def answer_with_full_context(
     svc: AsyncMemoryService, conv: Conversation, q: QA, cfg: QAConfig, cfg_key: str
 ) -> dict[str, Any]:
-    from graphmem.llm.prompts import answer_messages
     from graphmem.tokens import count_tokens
 
     rec = _record_base("full-context", conv, q, cfg_key)
@@ -255,15 +254,15 @@ async def answer_with_full_context(
     usage = Usage()
     started = time.perf_counter()
     try:
-        answer = await svc.llm.text(
-            answer_messages(q.question, context, instructions_for(q, conv.sample_id, cfg)), usage
+        answer = await svc.answer(
+            q.question, context, instructions=instructions_for(q, conv.sample_id, cfg), usage=usage
         )
     except GraphmemError as exc:
         return {**rec, "prediction": "", "error": str(exc)[:500], "context_tokens": count_tokens(context)}
     usage.total_seconds = time.perf_counter() - started
     return {
         **rec,
-        "prediction": answer.strip(),
+        "prediction": answer,
         "context_tokens": count_tokens(context),
         "notes_used": len(conv.turns(cfg.sessions)),
         **_usage_fields(usage),
@@ -275,7 +274,8 @@ async def judge_answer(svc: AsyncMemoryService, rec: dict[str, Any]) -> str | No
     from langchain_core.messages import HumanMessage
 
     text = prompt("judge").format(question=rec["question"], gold=rec["gold"], prediction=rec["prediction"])
-    verdict, _ = await svc.llm.structured(JudgeVerdict, [HumanMessage(text)], Usage())
+    llm = await svc.llm_caller()
+    verdict, _ = await llm.structured(JudgeVerdict, [HumanMessage(text)], Usage())
     return verdict.label if verdict is not None else None
 
 

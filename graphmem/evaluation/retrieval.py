@@ -29,12 +29,12 @@ from graphmem.evaluation.locomo import (
     Conversation,
     turn_inputs,
 )
-from graphmem.models import Note, Scope
-from graphmem.service.context import build_context
-from graphmem.service.memory import AsyncMemoryService
+from graphmem.models import Note, Scope, SearchMode
+from graphmem.service import AsyncMemoryService, build_context
+from graphmem.store import BenchQueries
 
 DEFAULT_KS = (1, 5, 10, 20, 40, 50)
-SERVICE_MODES = ("vector", "links", "hybrid")
+SERVICE_MODES = tuple(m.value for m in SearchMode)
 ALL_MODES = (*SERVICE_MODES, "dense", "full")
 
 Progress = Callable[[str, int, int], None]
@@ -94,7 +94,7 @@ async def ensure_ingested(
     """Store the turns raw (skipping those already there), each following the previous turn unless disabled."""
     items = turn_inputs(conv, sessions, tag=tag, follows=follows_links)
     started = time.perf_counter()
-    existing = await svc.store.find_by_source([i.source_id for i in items if i.source_id], scope)
+    existing = await svc.find_by_source([i.source_id for i in items if i.source_id], scope)
     missing = [i for i in items if i.source_id not in existing]
     if missing:
         await svc.add_many(missing, scope, batch_size=256)
@@ -111,8 +111,6 @@ async def evaluate_conversation(
     progress: Progress | None = None,
 ) -> tuple[dict[str, dict[int, _Acc]], dict[str, Any]]:
     """Per-question recall for every mode and k on one conversation; returns (accumulators, info)."""
-    from graphmem.store.bench_queries import BenchQueries
-
     variant = svc.settings.embed_text_variant
     tag = cfg.scope_tag(variant)
     scope = scope_for(tag, conv.sample_id)
@@ -133,7 +131,7 @@ async def evaluate_conversation(
     matrix = matrix[keep] if len(keep) else matrix
     notes_by_id: dict[str, Note] = {}
     for start in range(0, len(ids), 1000):
-        for n in await svc.store.list_notes(scope, limit=1000, offset=start):
+        for n in await svc.list(scope, limit=1000, offset=start):
             notes_by_id[n.id] = n
     full_context = build_context([notes_by_id[i] for i in ids if i in notes_by_id])
     full_tokens = full_context.tokens
@@ -188,7 +186,7 @@ async def evaluate_conversation(
                     assert dense_order is not None
                     found_ids = [ids[j] for j in dense_order[qi, :k]]
                 else:
-                    hits = await svc.search(q.question, scope, k=k, mode=mode, query_embedding=qv)  # type: ignore[arg-type]
+                    hits = await svc.search(q.question, scope, k=k, mode=mode, query_embedding=qv)
                     found_ids = [h.note.id for h in hits]
                     for h in hits:
                         notes_by_id.setdefault(h.note.id, h.note)

@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.chat_history import BaseChatMessageHistory
@@ -24,14 +23,13 @@ from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from graphmem.errors import GraphmemError, InvalidInputError
 from graphmem.integrations._bridge import MemoryLike, ServiceBridge, as_bridge
-from graphmem.models import LinkType, Note, Scope, SearchHit, check_id
-from graphmem.service.memory import AsyncMemoryService, SearchMode
-from graphmem.store.history_store import Neo4jHistoryStore, StoredMessage, history_store_for
-from graphmem.store.neo4j_store import SearchFilters
+from graphmem.models import LinkType, Note, Scope, SearchFilters, SearchHit, SearchMode, StoredMessage, check_id, iso
+from graphmem.ports import HistoryStore
+from graphmem.service.memory import AsyncMemoryService
 
 __all__ = [
     "GraphmemChatMessageHistory",
@@ -45,31 +43,23 @@ __all__ = [
 # --- documents ------------------------------------------------------------------------------------
 
 
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value is not None else None
-
-
 def note_metadata(note: Note) -> dict[str, Any]:
-    """JSON-friendly note fields for Document.metadata (no embedding)."""
-    return {
-        "id": note.id,
-        "keywords": list(note.keywords),
-        "tags": list(note.tags),
-        "context": note.context,
-        "category": note.category,
-        "source_id": note.source_id,
-        "scope": str(note.scope),
-        "user_id": note.scope.user_id,
-        "agent_id": note.scope.agent_id,
-        "run_id": note.scope.run_id,
-        "event_time": _iso(note.event_time),
-        "event_time_text": note.event_time_text,
-        "created_at": _iso(note.created_at),
-        "updated_at": _iso(note.updated_at),
-        "version": note.version,
-        "enrichment": note.enrichment.value,
-        "note_metadata": dict(note.metadata),
-    }
+    """JSON-friendly note fields for Document.metadata (the note's ``brief`` without its content,
+    which is the page content, plus scope and bookkeeping; no embedding)."""
+    meta = {k: v for k, v in note.brief().items() if k != "content"}
+    meta.update(
+        event_time=iso(note.event_time),
+        event_time_text=note.event_time_text,
+        category=note.category,
+        source_id=note.source_id,
+        scope=str(note.scope),
+        **note.scope.params(),
+        updated_at=iso(note.updated_at),
+        version=note.version,
+        enrichment=note.enrichment.value,
+        note_metadata=dict(note.metadata),
+    )
+    return meta
 
 
 def hit_to_document(hit: SearchHit) -> Document:
@@ -90,32 +80,12 @@ def to_filters(value: SearchFilters | dict[str, Any] | None) -> SearchFilters | 
         return value
     if not isinstance(value, dict):
         raise InvalidInputError("filters must be a dict with keys tags_any, category, since, until")
-    unknown = set(value) - {"tags_any", "category", "since", "until"}
-    if unknown:
-        raise InvalidInputError(f"unknown filter keys {sorted(unknown)}; use tags_any, category, since, until")
-
-    def when(v: Any, name: str) -> datetime | None:
-        if v is None:
-            return None
-        if isinstance(v, datetime):
-            at = v
-        else:
-            try:
-                at = datetime.fromisoformat(str(v))
-            except ValueError:
-                raise InvalidInputError(f"filter {name} must be an ISO date/time, got {str(v)[:40]!r}") from None
-        # Event times are stored with a time zone; a naive bound would never compare equal or less.
-        return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
-
-    tags = value.get("tags_any")
-    if tags is not None and (not isinstance(tags, list) or not all(isinstance(t, str) for t in tags)):
-        raise InvalidInputError("filter tags_any must be a list of strings")
-    return SearchFilters(
-        tags_any=tags,
-        category=value.get("category"),
-        since=when(value.get("since"), "since"),
-        until=when(value.get("until"), "until"),
-    )
+    try:
+        return SearchFilters.model_validate(value)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "filters"
+        raise InvalidInputError(f"filter {where}: {str(err['msg']).removeprefix('Value error, ')}") from None
 
 
 # --- retriever ------------------------------------------------------------------------------------
@@ -147,7 +117,7 @@ class GraphmemRetriever(BaseRetriever):
         use_filters = to_filters(filters if filters is not None else self.filters)
 
         async def work(svc: AsyncMemoryService) -> list[Document]:
-            hits = await svc.search(query, self.scope, k=use_k, mode=use_mode, filters=use_filters)  # type: ignore[arg-type]
+            hits = await svc.search(query, self.scope, k=use_k, mode=use_mode, filters=use_filters)
             return [hit_to_document(h) for h in hits]
 
         return work
@@ -208,8 +178,8 @@ class GraphmemChatMessageHistory(BaseChatMessageHistory):
         self.remember = remember
         self.window = window
 
-    def _store(self, svc: AsyncMemoryService) -> Neo4jHistoryStore:
-        return history_store_for(svc.store)
+    def _store(self, svc: AsyncMemoryService) -> HistoryStore:
+        return svc.histories
 
     async def _read(self, svc: AsyncMemoryService) -> list[BaseMessage]:
         rows = await self._store(svc).messages(self.scope, self.session_id, last=self.window)
@@ -270,9 +240,7 @@ class RecallArgs(BaseModel):
 class LinkArgs(BaseModel):
     source_id: str = Field(description="id of the note the link starts from")
     target_id: str = Field(description="id of the note the link points to")
-    type: Literal["RELATED_TO", "SUPPORTS", "CONTRADICTS", "ELABORATES", "FOLLOWS", "SAME_TOPIC"] = Field(
-        "RELATED_TO", description="how the source relates to the target"
-    )
+    type: LinkType = Field(LinkType.RELATED_TO, description="how the source relates to the target")
     reason: str = Field("", description="one short sentence saying why")
 
 
@@ -327,7 +295,7 @@ def memory_tools(
             n = result.note
             if not result.created:
                 return f"already remembered as note {n.id}"
-            links = ", ".join(f"{l.type.value} {l.target_id}" for l in result.links)
+            links = ", ".join(f"{x.type.value} {x.target_id}" for x in result.links)
             return (
                 f"remembered as note {n.id}"
                 + (f"; keywords: {', '.join(n.keywords)}" if n.keywords else "")
@@ -345,7 +313,7 @@ def memory_tools(
 
         return work
 
-    def link(source_id: str, target_id: str, type: str = "RELATED_TO", reason: str = "") -> Any:
+    def link(source_id: str, target_id: str, type: str = LinkType.RELATED_TO.value, reason: str = "") -> Any:
         async def work(svc: AsyncMemoryService) -> str:
             made = await svc.link(source_id, target_id, scope, LinkType(type), reason)
             return f"linked {made.source_id} -[{made.type.value}]-> {made.target_id}"

@@ -24,6 +24,7 @@ existing key replaces the note (its links go with it); ``put`` of a plain note's
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -47,8 +48,8 @@ from langgraph.store.base import (
 
 from graphmem.errors import InvalidInputError, NoteNotFoundError
 from graphmem.integrations._bridge import MemoryLike, as_bridge
-from graphmem.models import ID_PATTERN, Note, Scope, check_id, utcnow
-from graphmem.service.memory import AsyncMemoryService, SearchMode
+from graphmem.models import CONTROL_CHARS, ID_PATTERN, Note, Scope, SearchMode, check_id, utcnow
+from graphmem.service.memory import AsyncMemoryService
 
 __all__ = ["MAX_VALUE_JSON", "GraphmemStore"]
 
@@ -59,7 +60,7 @@ _CHUNK_CHARS = 1000  # graphmem's limit on one metadata value
 _MAX_CHUNKS = 30  # 32 metadata keys at most: key, created, 30 chunks
 MAX_VALUE_JSON = (_CHUNK_CHARS - 2) * _MAX_CHUNKS  # characters of compact ASCII JSON
 _ID_RE = re.compile(ID_PATTERN)
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_PLAIN_FIELDS = ("content", "context", "keywords", "tags", "event_time")  # a plain note's value
 _LIST_PAGE = 1000
 
 
@@ -115,10 +116,8 @@ def _at_path(value: Any, path: str) -> Any:
                     if idx == "*":
                         nxt.extend(item)
                     else:
-                        try:
+                        with contextlib.suppress(ValueError, IndexError):
                             nxt.append(item[int(idx)])
-                        except (ValueError, IndexError):
-                            pass
             elif isinstance(item, dict) and part in item:
                 nxt.append(item[part])
         current = nxt
@@ -190,7 +189,7 @@ class GraphmemStore(BaseStore):
         *,
         prefix: Sequence[str] = ("graphmem",),
         enrich: bool = False,
-        search_mode: SearchMode = "hybrid",
+        search_mode: SearchMode | str = SearchMode.HYBRID,
         index_fields: Sequence[str] | None = None,
         max_scopes: int = 50,
     ) -> None:
@@ -200,7 +199,7 @@ class GraphmemStore(BaseStore):
             if not label or "." in label:
                 raise ValueError(f"invalid namespace prefix label {label!r}")
         self.enrich = enrich
-        self.search_mode: SearchMode = search_mode
+        self.search_mode = SearchMode.parse(search_mode)
         self.index_fields = list(index_fields) if index_fields is not None else None
         self.max_scopes = max_scopes
 
@@ -211,7 +210,7 @@ class GraphmemStore(BaseStore):
         n = len(self.prefix)
         if tuple(namespace[:n]) != self.prefix or not 1 <= len(namespace) - n <= 3:
             raise InvalidNamespaceError(
-                f"namespace must be {self.prefix + ('user_id',)} with optional agent_id and run_id after it, "
+                f"namespace must be {(*self.prefix, 'user_id')} with optional agent_id and run_id after it, "
                 f"got {namespace!r}"
             )
         parts = namespace[n:]
@@ -228,7 +227,7 @@ class GraphmemStore(BaseStore):
         return self.prefix + tuple(parts)
 
     def _full(self, scope: Scope) -> tuple[str, ...]:
-        return self.prefix + (scope.user_id, scope.agent_id, scope.run_id)
+        return (*self.prefix, scope.user_id, scope.agent_id, scope.run_id)
 
     @staticmethod
     def note_id_for(scope: Scope, key: str) -> str:
@@ -245,13 +244,8 @@ class GraphmemStore(BaseStore):
             created = datetime.fromisoformat(meta[_CREATED]) if _CREATED in meta else note.created_at
         else:
             key = note.id
-            value = {
-                "content": note.content,
-                "context": note.context,
-                "keywords": list(note.keywords),
-                "tags": list(note.tags),
-                "event_time": note.event_time.isoformat() if note.event_time else note.event_time_text,
-            }
+            brief = note.brief()
+            value = {k: brief[k] for k in _PLAIN_FIELDS}
             created = note.created_at
         ns = self.namespace_of(note.scope)
         if search:
@@ -274,7 +268,7 @@ class GraphmemStore(BaseStore):
                     else:
                         texts.append(json.dumps(found, ensure_ascii=False))
         text = "\n".join(texts) if texts else json.dumps(value, ensure_ascii=False, sort_keys=True)
-        text = _CONTROL.sub(" ", text).strip() or "{}"
+        text = CONTROL_CHARS.sub(" ", text).strip() or "{}"
         return text
 
     @staticmethod

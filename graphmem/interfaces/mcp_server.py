@@ -13,17 +13,18 @@ Client configuration (e.g. Claude Desktop, ``mcpServers``)::
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 from pydantic import Field, ValidationError
 
-from graphmem import __version__
+from graphmem._version import __version__
 from graphmem.config import Settings, load_settings
 from graphmem.errors import ConfigError, GraphmemError
-from graphmem.models import Note, Scope, SearchHit
+from graphmem.local import ChatModelStart, chat_model, start_chat_model
+from graphmem.models import Scope, SearchHit, SearchMode
 from graphmem.service.memory import AsyncMemoryService
 
 log = logging.getLogger(__name__)
@@ -44,20 +45,8 @@ def mcp_scope(settings: Settings) -> Scope:
         raise ConfigError(f"GRAPHMEM_MCP_USER_ID / _AGENT_ID / _RUN_ID: {problems}") from None
 
 
-def _note_brief(note: Note) -> dict[str, Any]:
-    return {
-        "id": note.id,
-        "content": note.content,
-        "context": note.context,
-        "keywords": note.keywords,
-        "tags": note.tags,
-        "event_time": note.event_time.isoformat() if note.event_time else note.event_time_text,
-        "created_at": note.created_at.isoformat(),
-    }
-
-
 def _hit_brief(hit: SearchHit) -> dict[str, Any]:
-    out = _note_brief(hit.note)
+    out = hit.note.brief()
     out["score"] = round(hit.score, 4)
     out["found_by"] = list(hit.found_by)
     if hit.linked_via:
@@ -77,9 +66,15 @@ class _ServiceSlot:
         return self.service
 
 
-def create_mcp_server(settings: Settings | None = None, service: AsyncMemoryService | None = None) -> MCPServer[Any]:
+def create_mcp_server(
+    settings: Settings | None = None,
+    service: AsyncMemoryService | None = None,
+    *,
+    chat_model_start: ChatModelStart = chat_model,
+) -> MCPServer[Any]:
     """Build the MCP server. With `service` given it is used (and not closed); otherwise the server
-    opens one from `settings` when it starts and closes it when it stops."""
+    opens one from `settings` when it starts and closes it when it stops. The local model starts
+    meanwhile in a worker thread (``chat_model_start``); tools that need it wait for it."""
     settings = settings or (service.settings if service is not None else load_settings())
     scope = mcp_scope(settings)
     slot = _ServiceSlot(service)
@@ -89,7 +84,12 @@ def create_mcp_server(settings: Settings | None = None, service: AsyncMemoryServ
         if slot.service is not None:
             yield {}
             return
-        svc = await AsyncMemoryService.create(settings)
+        model = start_chat_model(settings, chat_model_start)
+        try:
+            svc = await AsyncMemoryService.create(settings, chat_model=model)
+        except BaseException:
+            model.cancel()
+            raise
         slot.service = svc
         try:
             yield {}
@@ -128,8 +128,8 @@ def create_mcp_server(settings: Settings | None = None, service: AsyncMemoryServ
             result = await svc.add(content, scope, event_time=event_time)
             return {
                 "created": result.created,
-                "note": _note_brief(result.note),
-                "links": [{"target_id": l.target_id, "type": l.type.value, "reason": l.reason} for l in result.links],
+                "note": result.note.brief(),
+                "links": [{"target_id": x.target_id, "type": x.type.value, "reason": x.reason} for x in result.links],
                 "evolved": [c.note_id for c in result.evolved],
             }
 
@@ -144,7 +144,7 @@ def create_mcp_server(settings: Settings | None = None, service: AsyncMemoryServ
         query: Annotated[str, Field(description="what to look for")],
         k: Annotated[int, Field(ge=1, le=100, description="number of primary hits")] = 5,
         mode: Annotated[
-            Literal["vector", "links", "hybrid"] | None,
+            SearchMode | None,
             Field(description="vector, links (vector + linked notes) or hybrid (+ full-text)"),
         ] = None,
     ) -> dict[str, Any]:
@@ -183,10 +183,10 @@ def create_mcp_server(settings: Settings | None = None, service: AsyncMemoryServ
             note = await svc.get(note_id, scope)
             links = await svc.links(note_id, scope)
             return {
-                "note": {**_note_brief(note), "version": note.version},
+                "note": {**note.brief(), "version": note.version},
                 "links": [
-                    {"source_id": l.source_id, "target_id": l.target_id, "type": l.type.value, "reason": l.reason}
-                    for l in links
+                    {"source_id": x.source_id, "target_id": x.target_id, "type": x.type.value, "reason": x.reason}
+                    for x in links
                 ],
             }
 

@@ -118,8 +118,10 @@ class LLMCaller:
         max_retries: int = 3,
         repair_attempts: int = 1,
         max_wait: float = 30.0,
+        unavailable_hint: str = "",
     ) -> None:
         self.model = model
+        self.unavailable_hint = unavailable_hint
         self.method = method
         self.max_retries = max_retries
         self.repair_attempts = repair_attempts
@@ -152,8 +154,9 @@ class LLMCaller:
                         usage.llm_seconds += time.perf_counter() - started
         except Exception as exc:
             if is_transient(exc):
+                hint = f" ({self.unavailable_hint})" if self.unavailable_hint else ""
                 raise LLMError(
-                    f"LLM unavailable after {self.max_retries + 1} attempts: {type(exc).__name__}: {exc}"
+                    f"LLM unavailable after {self.max_retries + 1} attempts: {type(exc).__name__}: {exc}{hint}"
                 ) from exc
             raise LLMError(f"LLM call failed: {type(exc).__name__}: {exc}") from exc
         raise AssertionError("unreachable")  # pragma: no cover

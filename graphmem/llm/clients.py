@@ -1,7 +1,8 @@
 """The chat model from Settings: every provider through ``langchain_openai.ChatOpenAI``.
 
 Providers (``Settings.resolved_llm_provider``):
-- ``local``: the managed llama.cpp server (``graphmem.local.llm_server.LocalLLM``), no key.
+- ``local``: the llama.cpp server at ``127.0.0.1:GRAPHMEM_LOCAL_LLM_PORT``, no key. This module
+  does not start it: ``graphmem llm start`` or the edge (``graphmem.local.chat_model``) does.
 - ``openai``: api.openai.com (or ``GRAPHMEM_LLM_BASE_URL``) with ``GRAPHMEM_LLM_API_KEY``/``OPENAI_API_KEY``.
 - ``compatible``: any OpenAI-compatible server at ``GRAPHMEM_LLM_BASE_URL`` (vLLM, Ollama, LM Studio...).
 
@@ -12,7 +13,7 @@ from the response's ``usage_metadata``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_openai import ChatOpenAI
@@ -20,8 +21,7 @@ from pydantic import SecretStr
 
 from graphmem.config import Settings
 
-if TYPE_CHECKING:
-    from graphmem.local.llm_server import LocalLLM
+LOCAL_HOST = "127.0.0.1"  # the local model listens on loopback only
 
 ResolvedMethod = Literal["json_schema", "function_calling", "json_mode"]
 
@@ -42,14 +42,21 @@ def structured_method(settings: Settings) -> ResolvedMethod:
     return "json_schema" if settings.resolved_llm_provider == "openai" else "function_calling"
 
 
-def make_chat_model(settings: Settings, *, local: LocalLLM | None = None) -> BaseChatModel:
-    """Build the chat model for ``settings.resolved_llm_provider``; no network I/O.
+def local_base_url(settings: Settings) -> str:
+    """The OpenAI-compatible endpoint of the local model server."""
+    return f"http://{LOCAL_HOST}:{settings.local_llm_port}/v1"
+
+
+def make_chat_model(settings: Settings, *, base_url: str | None = None, model: str | None = None) -> BaseChatModel:
+    """Build the chat model for ``settings.resolved_llm_provider``; no network I/O, no process.
 
     Args:
         settings: LLM settings (``llm_*``, ``local_*``).
-        local: for the local provider, the managed server; its ``ensure_running()`` must have
-            been called (or be called by the caller) before the first request. Built from
-            ``settings`` when omitted.
+        base_url: the endpoint; default ``GRAPHMEM_LLM_BASE_URL``, or for the local provider the
+            local server's (``local_base_url``).
+        model: the model name to send; default ``GRAPHMEM_LLM_MODEL``, or for the local provider
+            ``GRAPHMEM_LOCAL_MODEL`` (the server runs one model and answers any name with it;
+            ``graphmem.local.chat_model`` passes the exact alias).
 
     Returns:
         A ``ChatOpenAI`` with temperature, max tokens, timeout and seed from settings.
@@ -64,14 +71,10 @@ def make_chat_model(settings: Settings, *, local: LocalLLM | None = None) -> Bas
         "use_responses_api": False,  # Chat Completions everywhere: the one API local servers speak
     }
     if provider == "local":
-        if local is None:
-            from graphmem.local.llm_server import LocalLLM
-
-            local = LocalLLM(settings)
         return ChatOpenAI(
-            base_url=local.base_url,
+            base_url=base_url or local_base_url(settings),
             api_key=_NO_KEY,
-            model=local.model_name,
+            model=model or settings.local_model,
             # ChatOpenAI sends only `max_completion_tokens`, which llama-cpp-python ignores:
             # without `max_tokens` a looping small model would generate until the context is full.
             extra_body={"max_tokens": settings.llm_max_tokens},
@@ -80,15 +83,15 @@ def make_chat_model(settings: Settings, *, local: LocalLLM | None = None) -> Bas
     key = settings.llm_api_key
     if provider == "openai":
         return ChatOpenAI(
-            base_url=settings.llm_base_url,  # None: api.openai.com
+            base_url=base_url or settings.llm_base_url,  # None: api.openai.com
             api_key=key,
-            model=settings.llm_model,
+            model=model or settings.llm_model,
             **common,
         )
     return ChatOpenAI(
-        base_url=settings.llm_base_url,
+        base_url=base_url or settings.llm_base_url,
         api_key=key or _NO_KEY,
-        model=settings.llm_model,
+        model=model or settings.llm_model,
         extra_body={"max_tokens": settings.llm_max_tokens},  # older servers know only max_tokens
         **common,
     )

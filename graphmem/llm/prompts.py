@@ -21,9 +21,9 @@ EVOLVE_SYSTEM = (
     "You maintain a Zettelkasten memory. A NEW note arrives with its nearest NEIGHBOUR notes. Decide:\n"
     "1. links: which neighbours the new note should link to. Use only ids shown below. type is one of: "
     + ", ".join(t.value for t in LinkType)
-    + " (RELATED_TO: generic; SUPPORTS: gives evidence for; CONTRADICTS: states a fact that cannot be true "
-    "together with the neighbour's, rare; ELABORATES: adds detail to; FOLLOWS: happens after or continues; "
-    "SAME_TOPIC: same entity or subject). When unsure of the type, use RELATED_TO. The reason is a short "
+    + " ("
+    + "; ".join(f"{t.value}: {t.meaning}" for t in LinkType)
+    + f"). When unsure of the type, use {LinkType.RELATED_TO.value}. The reason is a short "
     "phrase in your own words naming what connects the two notes (e.g. 'both about Anika's market stall'); "
     "never copy a note's context. Link only when there is a real relation; an empty list is fine.\n"
     "2. neighbour_updates: neighbours whose context, tags or keywords should change in the light of the "

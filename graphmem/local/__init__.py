@@ -1,1 +1,41 @@
-"""local."""
+"""Managed local services: the Neo4j server and the local LLM server (an app beside the core: it
+uses the core's public API only, and the core never imports it).
+
+``chat_model`` is how the edge (CLI commands, the REST and MCP lifespans, the demo) gets a ready
+chat model: for the local provider it starts (or reuses) the llama.cpp server first. It blocks for
+up to minutes, so async code calls ``start_chat_model``, which runs it in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
+    from graphmem.config import Settings
+
+ChatModelStart = Callable[["Settings"], "BaseChatModel | None"]
+
+
+def chat_model(settings: Settings) -> BaseChatModel | None:
+    """A ready chat model for the local provider (the server started or reused first); None for
+    remote providers, whose client the service builds from the settings itself. Blocking."""
+    if settings.resolved_llm_provider != "local":
+        return None
+    from graphmem.llm import make_chat_model
+    from graphmem.local.llm_server import LocalLLM
+
+    local = LocalLLM(settings, show_progress=False)
+    return make_chat_model(settings, base_url=local.ensure_running(), model=local.model_name)
+
+
+def start_chat_model(settings: Settings, start: ChatModelStart = chat_model) -> asyncio.Future[BaseChatModel | None]:
+    """``start(settings)`` in a worker thread: the event loop keeps serving while the model starts.
+    Pass the future as ``AsyncMemoryService.create(chat_model=...)``."""
+    return asyncio.ensure_future(asyncio.to_thread(start, settings))
+
+
+__all__ = ["ChatModelStart", "chat_model", "start_chat_model"]

@@ -14,8 +14,6 @@ import importlib
 import importlib.util
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -27,10 +25,14 @@ from typing import Any, Literal
 
 from graphmem.config import LocalModel, Settings
 from graphmem.errors import LocalServiceError
+from graphmem.llm import local_base_url
+from graphmem.llm.clients import LOCAL_HOST
+from graphmem.local.process import file_lock, pid_alive, port_in_use, tail, terminate
 
 LLAMA_CPP_REQUIREMENT = "llama-cpp-python[server]==0.3.36"
 _CHUNK = 1 << 20
-_HOST = "127.0.0.1"
+_HOST = LOCAL_HOST
+_MARKER = "llama_cpp.server"  # in the command line of our server process (guards against pid reuse)
 _BUSY_WAIT = 60.0  # a foreign llama.cpp server lists its models only after its current completion
 # Kept in step with scripts/install.sh: a portable x86-64 (AVX2) build. -march=native builds crashed
 # on a VM whose CPU reports AMX, and pip's wheel cache would reuse such a build on every reinstall.
@@ -294,7 +296,7 @@ class LocalLLM:
 
     @property
     def base_url(self) -> str:
-        return f"http://{_HOST}:{self.port}/v1"
+        return local_base_url(self.settings)
 
     @property
     def model_name(self) -> str:
@@ -324,7 +326,7 @@ class LocalLLM:
         """Like ``ensure_running`` but says whether it reused a server and how long it took."""
         t0 = time.monotonic()
         self.state_dir.mkdir(parents=True, exist_ok=True)
-        with _file_lock(self.state_dir / "start.lock"):  # one starter at a time per home
+        with file_lock(self.state_dir / "start.lock"):  # one starter at a time per home
             record = self._our_record()
             kind = self._probe()
             if kind == "other":
@@ -403,7 +405,7 @@ class LocalLLM:
     def _probe(self) -> Literal["free", "llama", "other"]:
         """What listens on the port. ``/openapi.json`` is FastAPI's own route: unlike the API
         routes it does not wait for the model lock, so it answers even mid-completion."""
-        if not _port_in_use(self.port):
+        if not port_in_use(self.port, _HOST):
             return "free"
         try:
             with _OPENER.open(f"http://{_HOST}:{self.port}/openapi.json", timeout=5.0) as resp:
@@ -480,10 +482,10 @@ class LocalLLM:
     def _wait_ready(self, pid: int, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if not _pid_alive(pid):
+            if not pid_alive(pid):
                 self.pid_file.unlink(missing_ok=True)
                 raise LocalServiceError(
-                    f"the local LLM server exited during start-up; log {self.log_file}:\n{self._log_tail()}"
+                    f"the local LLM server exited during start-up; log {self.log_file}:\n{tail(self.log_file, 20)}"
                 )
             served = self._served_models()
             if served is not None:
@@ -495,7 +497,7 @@ class LocalLLM:
         self._terminate(pid)
         self.pid_file.unlink(missing_ok=True)
         raise LocalServiceError(
-            f"the local LLM server did not answer within {timeout:.0f} s; log {self.log_file}:\n{self._log_tail()}"
+            f"the local LLM server did not answer within {timeout:.0f} s; log {self.log_file}:\n{tail(self.log_file, 20)}"
         )
 
     def _first_completion(self, pid: int) -> None:
@@ -514,26 +516,20 @@ class LocalLLM:
         except OSError as exc:
             error = f"{type(exc).__name__}: {exc}"
         time.sleep(0.5)
-        alive = _pid_alive(pid)
+        alive = pid_alive(pid)
         if alive:
             self._terminate(pid)
         self.pid_file.unlink(missing_ok=True)
         raise LocalServiceError(
             f"the local LLM server {'failed' if alive else 'crashed'} on its first completion ({error}). "
             f"A llama-cpp-python built for another CPU does this; rebuild it portably:\n  {REBUILD_HINT}\n"
-            f"log {self.log_file}:\n{self._log_tail()}"
+            f"log {self.log_file}:\n{tail(self.log_file, 20)}"
         )
 
     def _terminate(self, pid: int, timeout: float = 15.0) -> None:
-        for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pid, sig)  # its own session: the group id is its pid
-            deadline = time.monotonic() + wait
-            while time.monotonic() < deadline:
-                if not _pid_alive(pid):
-                    return
-                time.sleep(0.1)
-        raise LocalServiceError(f"local LLM server (pid {pid}) did not stop")
+        # its own session (see _spawn): the group id is its pid
+        if not terminate(pid, timeout, group=True):
+            raise LocalServiceError(f"local LLM server (pid {pid}) did not stop")
 
     def _read_record(self) -> dict[str, Any] | None:
         try:
@@ -541,12 +537,6 @@ class LocalLLM:
         except (OSError, ValueError):
             return None
         return record if isinstance(record, dict) and isinstance(record.get("pid"), int) else None
-
-    def _log_tail(self, lines: int = 20) -> str:
-        try:
-            return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return "(no log)"
 
 
 _LAUNCHER = """
@@ -574,47 +564,6 @@ def _server_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k.lower() not in _SERVER_ENV_NAMES}
 
 
-def _pid_alive(pid: int) -> bool:
-    with contextlib.suppress(ChildProcessError, OSError):
-        os.waitpid(pid, os.WNOHANG)  # reap it if it happens to be our child
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie still has a pid
-        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
-    except (OSError, IndexError):
-        return True
-
-
 def _is_our_server(pid: int) -> bool:
     """Alive and running llama_cpp.server (guards against a recycled pid)."""
-    if not _pid_alive(pid):
-        return False
-    try:
-        return b"llama_cpp.server" in Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return True  # no /proc (macOS): trust the pid file
-
-
-def _port_in_use(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.settimeout(1.0)
-        return sock.connect_ex((_HOST, port)) == 0
-
-
-@contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    try:
-        import fcntl
-    except ImportError:  # Windows: no cross-process lock, starting twice is merely wasteful
-        yield
-        return
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    return pid_alive(pid, _MARKER)

@@ -112,6 +112,13 @@ class StartResult:
     seconds: float  # wall time of the whole start
 
 
+def neo4j_answers(settings: Settings, timeout: float = 2.0) -> bool:
+    """A Neo4j (ours or not) answers at NEO4J_URI with these credentials and database."""
+    from graphmem.store import bolt_answers  # the store owns the driver
+
+    return bolt_answers(settings.neo4j_uri, settings.neo4j_auth, database=settings.neo4j_database, timeout=timeout)
+
+
 def endpoints(settings: Settings) -> Endpoints:
     """Parse NEO4J_URI; the managed server only listens on this machine, without TLS."""
     parts = urlsplit(settings.neo4j_uri)
@@ -181,7 +188,7 @@ class LocalNeo4j:
     def status(self) -> ServerStatus:
         pid = self.pid()
         state = self._read_state() if pid else {}
-        from graphmem.store.probe import ensure_reachable  # the store owns the driver
+        from graphmem.store import ensure_reachable  # the store owns the driver
 
         bolt_uri = str(state.get("bolt_uri", self.ends.bolt_uri))
         problem: str | None = None
@@ -278,7 +285,7 @@ class LocalNeo4j:
                     f"Starting Neo4j {self.version} (pid {proc.pid}); waiting for Bolt on {self.ends.bolt_uri}"
                 )
                 self._wait(auth, timeout, proc=proc)
-            except _CredentialsRefused:
+            except _CredentialsRefusedError:
                 raise  # the server is up and healthy; leave it running so the password can be fixed
             except BaseException:
                 # A server that never became ready is stopped, not left half-started.
@@ -352,7 +359,7 @@ class LocalNeo4j:
         return proc
 
     def _wait(self, auth: tuple[str, str] | None, timeout: float, proc: subprocess.Popen[bytes] | None) -> None:
-        from graphmem.store.probe import CredentialsRefusedError, wait_for_bolt  # the store owns the driver
+        from graphmem.store import CredentialsRefusedError, wait_for_bolt  # the store owns the driver
 
         started = time.monotonic()
         try:
@@ -360,7 +367,7 @@ class LocalNeo4j:
             if proc is not None:
                 self._wait_own_start(proc, timeout - (time.monotonic() - started))
         except CredentialsRefusedError as exc:
-            raise _CredentialsRefused(
+            raise _CredentialsRefusedError(
                 f"{exc}\nThe server is running (pid {self.pid()}), but this store keeps the password it "
                 f"was first given: use that one, change it in Browser ({self.ends.browser_url}) with "
                 f"ALTER CURRENT USER SET PASSWORD FROM 'old' TO 'new', or stop the server and remove "
@@ -409,5 +416,5 @@ class LocalNeo4j:
             return pid
 
 
-class _CredentialsRefused(LocalServiceError):
+class _CredentialsRefusedError(LocalServiceError):
     """Started, but NEO4J_USERNAME / NEO4J_PASSWORD do not match the store's user."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import signal
@@ -17,10 +18,8 @@ def pid_alive(pid: int, marker: str | None = None) -> bool:
 
     The marker guards against pid reuse: a stale pid file must not make us signal a stranger.
     """
-    try:
+    with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)  # reap it if it is our own exited child
-    except ChildProcessError:
-        pass
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -38,24 +37,23 @@ def pid_alive(pid: int, marker: str | None = None) -> bool:
         return False
 
 
-def terminate(pid: int, timeout: float) -> None:
-    """SIGTERM, wait up to ``timeout`` s, then SIGKILL and wait a little more."""
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not pid_alive(pid):
-            return
-        time.sleep(0.2)
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + 10.0
-    while time.monotonic() < deadline and pid_alive(pid):
-        time.sleep(0.2)
+def terminate(pid: int, timeout: float, *, group: bool = False) -> bool:
+    """SIGTERM, wait up to ``timeout`` s, then SIGKILL and wait a little more. Returns whether it
+    stopped. ``group``: signal the process group it leads (a server started in its own session)."""
+    send = os.killpg if group else os.kill
+    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 10.0)):
+        try:
+            send(pid, sig)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return not pid_alive(pid)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if not pid_alive(pid):
+                return True
+            time.sleep(0.1)
+    return not pid_alive(pid)
 
 
 def port_in_use(port: int, host: str = "127.0.0.1") -> bool:

@@ -1,1 +1,19 @@
-"""service."""
+"""The service layer: ``AsyncMemoryService`` (the A-MEM algorithm, one module per step) and its
+blocking facade ``MemoryService``. This package face is the core's public API for apps
+(``graphmem.local``, ``graphmem.evaluation``)."""
+
+from graphmem.models import NoteInput, SearchFilters, SearchMode
+from graphmem.service.context import Context, build_context
+from graphmem.service.memory import AsyncMemoryService, Progress
+from graphmem.service.sync import MemoryService
+
+__all__ = [
+    "AsyncMemoryService",
+    "Context",
+    "MemoryService",
+    "NoteInput",
+    "Progress",
+    "SearchFilters",
+    "SearchMode",
+    "build_context",
+]

@@ -1,7 +1,8 @@
 """MemoryService: the blocking facade over AsyncMemoryService.
 
 One private event loop runs in a daemon thread; every method submits the async twin's coroutine to
-it and waits. No hand-kept sync copy of the algorithm exists, so the two can never drift apart.
+it and waits. No sync copy of the algorithm exists, and tests/unit/test_sync_facade.py checks that
+every public coroutine of the async service has a method here with the same parameters.
 """
 
 from __future__ import annotations
@@ -14,12 +15,26 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from langchain_core.embeddings import Embeddings
-from langchain_core.language_models import BaseChatModel
 
 from graphmem.config import Settings
-from graphmem.models import AddResult, AskResult, Link, LinkType, Note, NoteVersion, Scope, SearchHit
-from graphmem.service.memory import AsyncMemoryService, NoteInput, Progress, SearchMode
-from graphmem.store.neo4j_store import SearchFilters
+from graphmem.models import (
+    AddResult,
+    AskResult,
+    ConstructedNote,
+    EvolutionPlan,
+    Link,
+    LinkType,
+    Note,
+    NoteInput,
+    NoteVersion,
+    Scope,
+    SearchFilters,
+    SearchHit,
+    SearchMode,
+    Usage,
+)
+from graphmem.service.chat import ChatModelSource
+from graphmem.service.memory import AsyncMemoryService, Progress
 
 T = TypeVar("T")
 
@@ -46,7 +61,7 @@ class MemoryService:
         self,
         settings: Settings | None = None,
         *,
-        chat_model: BaseChatModel | None = None,
+        chat_model: ChatModelSource = None,
         embedder: Embeddings | None = None,
         bootstrap: bool = True,
     ) -> None:
@@ -115,10 +130,47 @@ class MemoryService:
             )
         )
 
+    def construct_note(
+        self,
+        content: str,
+        scope: Scope,
+        *,
+        note_id: str | None = None,
+        event_time: datetime | str | None = None,
+        category: str | None = None,
+        source_id: str | None = None,
+        metadata: dict[str, str] | None = None,
+        enrich: bool | None = None,
+    ) -> ConstructedNote:
+        return self._loop.run(
+            self.aio.construct_note(
+                content,
+                scope,
+                note_id=note_id,
+                event_time=event_time,
+                category=category,
+                source_id=source_id,
+                metadata=metadata,
+                enrich=enrich,
+            )
+        )
+
+    def decide_links(self, built: ConstructedNote) -> EvolutionPlan:
+        return self._loop.run(self.aio.decide_links(built))
+
+    def write_note(self, built: ConstructedNote, plan: EvolutionPlan, *, follows: str | None = None) -> AddResult:
+        return self._loop.run(self.aio.write_note(built, plan, follows=follows))
+
     def add_many(
-        self, items: Sequence[NoteInput], scope: Scope, *, batch_size: int = 1000, progress: Progress | None = None
+        self,
+        items: Sequence[NoteInput],
+        scope: Scope,
+        *,
+        batch_size: int = 1000,
+        progress: Progress | None = None,
+        usage: Usage | None = None,
     ) -> builtins.list[str]:
-        return self._loop.run(self.aio.add_many(items, scope, batch_size=batch_size, progress=progress))
+        return self._loop.run(self.aio.add_many(items, scope, batch_size=batch_size, progress=progress, usage=usage))
 
     def update(self, note_id: str, scope: Scope, content: str) -> AddResult:
         return self._loop.run(self.aio.update(note_id, scope, content))
@@ -140,6 +192,9 @@ class MemoryService:
     ) -> Link:
         return self._loop.run(self.aio.link(source_id, target_id, scope, type, reason, strength))
 
+    def import_notes(self, records: Iterable[dict[str, Any]], scope: Scope) -> int:
+        return self._loop.run(self.aio.import_notes(records, scope))
+
     def get(self, note_id: str, scope: Scope) -> Note:
         return self._loop.run(self.aio.get(note_id, scope))
 
@@ -148,6 +203,9 @@ class MemoryService:
 
     def count(self, scope: Scope) -> int:
         return self._loop.run(self.aio.count(scope))
+
+    def find_by_source(self, source_ids: Sequence[str], scope: Scope) -> dict[str, str]:
+        return self._loop.run(self.aio.find_by_source(source_ids, scope))
 
     def links(self, note_id: str, scope: Scope) -> builtins.list[Link]:
         return self._loop.run(self.aio.links(note_id, scope))
@@ -158,16 +216,29 @@ class MemoryService:
     def scopes(self, user_id: str | None = None) -> builtins.list[Scope]:
         return self._loop.run(self.aio.scopes(user_id))
 
+    def export_notes(self, scope: Scope) -> builtins.list[dict[str, Any]]:
+        return self._loop.run(self.aio.export_notes(scope))
+
+    def health(self) -> dict[str, Any]:
+        return self._loop.run(self.aio.health())
+
+    def flush(self) -> None:
+        self._loop.run(self.aio.flush())
+
     def search(
         self,
         query: str,
         scope: Scope,
         *,
         k: int | None = None,
-        mode: SearchMode | None = None,
+        mode: SearchMode | str | None = None,
         filters: SearchFilters | None = None,
+        usage: Usage | None = None,
+        query_embedding: Sequence[float] | None = None,
     ) -> builtins.list[SearchHit]:
-        return self._loop.run(self.aio.search(query, scope, k=k, mode=mode, filters=filters))
+        return self._loop.run(
+            self.aio.search(query, scope, k=k, mode=mode, filters=filters, usage=usage, query_embedding=query_embedding)
+        )
 
     def ask(
         self,
@@ -175,16 +246,24 @@ class MemoryService:
         scope: Scope,
         *,
         k: int | None = None,
-        mode: SearchMode | None = None,
+        mode: SearchMode | str | None = None,
         token_budget: int | None = None,
+        filters: SearchFilters | None = None,
+        instructions: str | None = None,
     ) -> AskResult:
-        return self._loop.run(self.aio.ask(question, scope, k=k, mode=mode, token_budget=token_budget))
+        return self._loop.run(
+            self.aio.ask(
+                question,
+                scope,
+                k=k,
+                mode=mode,
+                token_budget=token_budget,
+                filters=filters,
+                instructions=instructions,
+            )
+        )
 
-    def export_notes(self, scope: Scope) -> builtins.list[dict[str, Any]]:
-        return self._loop.run(self.aio.export_notes(scope))
-
-    def import_notes(self, records: Iterable[dict[str, Any]], scope: Scope) -> int:
-        return self._loop.run(self.aio.import_notes(records, scope))
-
-    def health(self) -> dict[str, Any]:
-        return self._loop.run(self.aio.health())
+    def answer(
+        self, question: str, context: str, *, instructions: str | None = None, usage: Usage | None = None
+    ) -> str:
+        return self._loop.run(self.aio.answer(question, context, instructions=instructions, usage=usage))

@@ -1,16 +1,14 @@
-"""Input validation and the text a note is embedded as."""
+"""Input validation of notes and the text a note is embedded as (the text primitives, one
+``CONTROL_CHARS``, live in the domain: ``models.validate_content``)."""
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, datetime
 from typing import Any
 
 from graphmem.errors import InvalidInputError
-from graphmem.models import Note
+from graphmem.models import Note, validate_content, validate_label
 
-# C0 control characters other than tab, newline and carriage return, plus DEL.
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _MAX_META_KEYS = 32
 _MAX_META_VALUE = 1000
 _EVENT_FORMATS = (
@@ -22,31 +20,6 @@ _EVENT_FORMATS = (
     "%Y-%m-%d %H:%M",
     "%Y%m%d%H%M",  # A-MEM's default timestamp format
 )
-
-
-def validate_content(value: Any, max_chars: int, *, what: str = "content") -> str:
-    """Refuse what cannot be a memory: non-text, empty, oversized, control characters, invalid UTF-8."""
-    if not isinstance(value, str):
-        raise InvalidInputError(f"{what} must be text, got {type(value).__name__}")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidInputError(f"{what} is not valid UTF-8 text (lone surrogates)") from None
-    if _CONTROL.search(value):
-        raise InvalidInputError(f"{what} contains control characters (binary data?)")
-    stripped = value.strip()
-    if not stripped:
-        raise InvalidInputError(f"{what} is empty")
-    if len(stripped) > max_chars:
-        raise InvalidInputError(f"{what} has {len(stripped)} characters, over the limit of {max_chars}")
-    return stripped
-
-
-def validate_label(value: Any, max_chars: int, *, what: str) -> str | None:
-    """Optional short text (category, source id): None stays None; otherwise checked like content."""
-    if value is None:
-        return None
-    return validate_content(value, max_chars, what=what)
 
 
 def check_note_text(note: Note) -> None:
@@ -125,3 +98,13 @@ def embed_text(note: Note, variant: str) -> str:
     if tags:
         parts.append(f"tags: {tags}")
     return "\n".join(parts)
+
+
+__all__ = [
+    "check_note_text",
+    "embed_text",
+    "parse_event_time",
+    "validate_content",
+    "validate_label",
+    "validate_metadata",
+]

@@ -1,15 +1,21 @@
-"""Export and import of a scope's notes as JSON-able records (JSONL on the CLI), round-trip exact."""
+"""Export and import of a scope's notes as JSON-able records (JSONL on the CLI), round-trip exact.
+
+A record is the note's JSON (without its scope: an import writes into the caller's scope) plus its
+outgoing links. Functions of the store port and an embedding function, not of the service.
+"""
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
+from graphmem.config import Settings
 from graphmem.errors import InvalidInputError
-from graphmem.models import EnrichmentStatus, Link, LinkType, Note, Scope
+from graphmem.models import Link, Note, Scope
+from graphmem.ports import NoteStore
+from graphmem.service.text import check_note_text, embed_text, validate_content
 
-if TYPE_CHECKING:
-    from graphmem.service.memory import AsyncMemoryService
+Embed = Callable[[Sequence[str]], Awaitable[list[list[float]]]]
 
 RECORD_FIELDS = (
     "id",
@@ -31,44 +37,49 @@ RECORD_FIELDS = (
     "embedding",
     "links",
 )
+_LINK_FIELDS = {"target_id", "type", "reason", "strength", "created_at", "caused_by"}
 _PAGE = 500
 
 
-async def export_records(svc: AsyncMemoryService, scope: Scope) -> list[dict[str, Any]]:
+def record_of(note: Note, links: Sequence[Link]) -> dict[str, Any]:
+    """The export record of a note: its JSON without the scope, plus its outgoing links."""
+    rec = note.model_dump(mode="json", exclude={"scope"})
+    rec["links"] = [link.model_dump(mode="json", include=_LINK_FIELDS) for link in links]
+    return rec
+
+
+def links_of(record: dict[str, Any], note: Note) -> list[Link]:
+    """The links of an export record, from ``note``; InvalidInputError for a malformed one."""
+    links = []
+    for raw in record.get("links") or []:
+        try:
+            if not isinstance(raw, dict):
+                raise ValueError("not a link record")
+            fields = {k: raw[k] for k in _LINK_FIELDS if k in raw}
+            links.append(Link.model_validate({**fields, "source_id": note.id, "reason": raw.get("reason") or ""}))
+        except (KeyError, ValueError) as exc:
+            raise InvalidInputError(f"note {note.id}: bad link {raw!r:.80}: {exc}") from None
+    return links
+
+
+async def export_records(store: NoteStore, scope: Scope) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     offset = 0
     while True:
-        page = await svc.store.export(scope, limit=_PAGE, offset=offset)
-        for note, links in page:
-            rec = note.model_dump(mode="json", exclude={"scope"})
-            rec["links"] = [
-                {
-                    "target_id": l.target_id,
-                    "type": l.type.value,
-                    "reason": l.reason,
-                    "strength": l.strength,
-                    "created_at": l.created_at.isoformat() if l.created_at else None,
-                    "caused_by": l.caused_by,
-                }
-                for l in links
-            ]
-            out.append(rec)
+        page = await store.export(scope, limit=_PAGE, offset=offset)
+        out.extend(record_of(note, links) for note, links in page)
         if len(page) < _PAGE:
             return out
         offset += _PAGE
 
 
-def _dt(value: Any) -> datetime | None:
-    return datetime.fromisoformat(value) if isinstance(value, str) else value
-
-
-async def import_records(svc: AsyncMemoryService, records: list[dict[str, Any]], scope: Scope) -> int:
-    """Write exported records into `scope`. Notes first (ids kept, existing ones skipped), then links."""
-    from graphmem.service.text import check_note_text, embed_text, validate_content
-
+async def import_records(
+    store: NoteStore, embed: Embed, settings: Settings, records: list[dict[str, Any]], scope: Scope
+) -> int:
+    """Write exported records into ``scope``. Notes first (ids kept, existing ones skipped), then
+    links; the store writes a link only when its target is a note of ``scope`` too."""
     notes: list[Note] = []
     vectors: list[list[float] | None] = []
-    dims = None
     for i, rec in enumerate(records):
         if not isinstance(rec, dict) or "content" not in rec:
             raise InvalidInputError(f"record {i}: not a graphmem note record")
@@ -84,47 +95,26 @@ async def import_records(svc: AsyncMemoryService, records: list[dict[str, Any]],
                     if k in rec and k not in ("embedding", "links") and rec[k] is not None
                 },
             )
-            note.content = validate_content(note.content, svc.settings.max_content_chars)
+            note.content = validate_content(note.content, settings.max_content_chars)
             check_note_text(note)
         except (ValueError, TypeError) as exc:
             raise InvalidInputError(f"record {i}: {exc}") from None
         notes.append(note)
-        emb = rec.get("embedding")
-        if emb is not None:
-            dims = dims or len(emb)
-        vectors.append(emb)
-    expected = svc.settings.vector_dimensions
+        vectors.append(rec.get("embedding"))
+    links = [links_of(rec, note) for rec, note in zip(records, notes, strict=True)]
+    expected = settings.vector_dimensions
     missing = [i for i, v in enumerate(vectors) if v is None or len(v) != expected]
     if missing:
-        fresh = await svc._embed([embed_text(notes[i], svc.settings.embed_text_variant) for i in missing])
+        fresh = await embed([embed_text(notes[i], settings.embed_text_variant) for i in missing])
         for i, v in zip(missing, fresh, strict=True):
             vectors[i] = v
     for start in range(0, len(notes), 1000):
-        await svc.store.add_many(
+        await store.add_many(
             notes[start : start + 1000],
             [v for v in vectors[start : start + 1000] if v is not None],
-            svc.settings.embed_text_variant,
+            settings.embed_text_variant,
         )
-    for rec, note in zip(records, notes, strict=True):
-        links = []
-        for l in rec.get("links") or []:
-            try:
-                links.append(
-                    Link(
-                        source_id=note.id,
-                        target_id=l["target_id"],
-                        type=LinkType(l["type"]),
-                        reason=l.get("reason") or "",
-                        strength=l.get("strength", 0.5),
-                        created_at=_dt(l.get("created_at")),
-                        caused_by=l.get("caused_by"),
-                    )
-                )
-            except (KeyError, ValueError) as exc:
-                raise InvalidInputError(f"note {note.id}: bad link {l!r:.80}: {exc}") from None
-        if links:
-            await svc.store.create_links(note.id, scope, links, caused_by=note.id)
+    for note, note_links in zip(notes, links, strict=True):
+        if note_links:
+            await store.create_links(note.id, scope, note_links, caused_by=note.id)
     return len(notes)
-
-
-__all__ = ["EnrichmentStatus", "export_records", "import_records"]

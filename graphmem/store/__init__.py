@@ -1,1 +1,56 @@
-"""store."""
+"""The Neo4j adapter (the only package that imports ``neo4j``) and its public API.
+
+``Neo4jNoteStore`` and ``Neo4jHistoryStore`` implement ``graphmem.ports``; ``open_stores`` is what
+``AsyncMemoryService.create`` wires by default. The connection checks (``probe``) serve the local
+server manager, ``BenchQueries`` the benchmark and the evaluation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from graphmem.config import Settings
+from graphmem.store.bench_queries import BenchQueries
+from graphmem.store.history_store import Neo4jHistoryStore
+from graphmem.store.neo4j_store import Neo4jNoteStore, lucene_query
+from graphmem.store.probe import (
+    CredentialsRefusedError,
+    bolt_answers,
+    check_bolt,
+    ensure_reachable,
+    server_info,
+    wait_for_bolt,
+)
+from graphmem.store.schema import bootstrap_schema
+
+
+async def open_stores(
+    settings: Settings, dimensions: Callable[[], int] | None = None
+) -> tuple[Neo4jNoteStore, Neo4jHistoryStore]:
+    """Connect (clear error if unreachable), then, given ``dimensions`` (asked only once Neo4j
+    answered), create the schema for vectors of that size. The driver is closed again on failure."""
+    store = Neo4jNoteStore.from_settings(settings)
+    try:
+        await store.verify()
+        if dimensions is not None:
+            await bootstrap_schema(store, dimensions())
+    except BaseException:
+        await store.close()
+        raise
+    return store, Neo4jHistoryStore(store)
+
+
+__all__ = [
+    "BenchQueries",
+    "CredentialsRefusedError",
+    "Neo4jHistoryStore",
+    "Neo4jNoteStore",
+    "bolt_answers",
+    "bootstrap_schema",
+    "check_bolt",
+    "ensure_reachable",
+    "lucene_query",
+    "open_stores",
+    "server_info",
+    "wait_for_bolt",
+]

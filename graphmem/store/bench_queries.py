@@ -1,44 +1,37 @@
-"""Store queries used only by the evaluation and the benchmark (``cypher/bench/``).
+"""The adapter's public benchmark API: queries used only by the evaluation and the benchmark
+(``cypher/bench/``), run through the store's public ``run``/``run_write``.
 
-Kept apart from ``neo4j_store.py`` so the product's adapter stays small; like it, this module is the
-only place these queries run and the only kind of module that may import ``neo4j``.
+Kept apart from ``neo4j_store.py`` so the product's adapter stays small.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from neo4j import AsyncManagedTransaction
 
 from graphmem.models import Scope
 from graphmem.store.neo4j_store import Neo4jNoteStore
 
 
 class BenchQueries:
-    """Benchmark and evaluation queries over a ``Neo4jNoteStore``'s driver."""
+    """Benchmark and evaluation queries over a ``Neo4jNoteStore``."""
 
-    def __init__(self, store: Neo4jNoteStore) -> None:
+    def __init__(self, store: object) -> None:
+        if not isinstance(store, Neo4jNoteStore):
+            raise TypeError(f"the benchmark queries need graphmem's Neo4j store, got {type(store).__name__}")
         self.store = store
-
-    async def _rows(self, name: str, params: dict[str, Any], *, write: bool = False) -> list[dict[str, Any]]:
-        async def work(tx: AsyncManagedTransaction) -> list[dict[str, Any]]:
-            return await Neo4jNoteStore._run(tx, name, **params)
-
-        rows: list[dict[str, Any]] = await (self.store._write(work) if write else self.store._read(work))
-        return rows
 
     async def brute_force(self, embedding: Sequence[float], scope: Scope, k: int) -> list[tuple[str, float]]:
         """Exact top-k by a Cypher scan of the scope (no index): the baseline the HNSW path is measured against."""
-        rows = await self._rows("bench/brute_force", {"embedding": list(embedding), "k": k, **scope.params()})
+        rows = await self.store.run("bench/brute_force", embedding=list(embedding), k=k, **scope.params())
         return [(r["id"], 2 * float(r["score"]) - 1) for r in rows]
 
     async def index_ids(self, embedding: Sequence[float], scope: Scope, k: int, fetch_k: int) -> list[str]:
         """The bare HNSW query, ids only (no note conversion): the floor under graphmem's vector search."""
-        rows = await self._rows(
-            "bench/index_ids", {"embedding": list(embedding), "k": k, "fetch_k": fetch_k, **scope.params()}
+        rows = await self.store.run(
+            "bench/index_ids", embedding=list(embedding), k=k, fetch_k=fetch_k, **scope.params()
         )
         return [r["id"] for r in rows]
 
@@ -51,7 +44,7 @@ class BenchQueries:
         chunks: list[npt.NDArray[np.float32]] = []
         after = ""
         while True:
-            rows = await self._rows("bench/vectors", {"after": after, "limit": page, **scope.params()})
+            rows = await self.store.run("bench/vectors", after=after, limit=page, **scope.params())
             if not rows:
                 break
             after = rows[-1]["id"]
@@ -72,14 +65,14 @@ class BenchQueries:
         return await self.store.add_follows(pairs, scope, reason=reason, strength=strength)
 
     async def link_count(self, scope: Scope) -> int:
-        rows = await self._rows("bench/link_count", scope.params())
+        rows = await self.store.run("bench/link_count", **scope.params())
         return int(rows[0]["links"]) if rows else 0
 
     async def delete_scope(self, scope: Scope, *, batch: int = 5000) -> int:
         """Delete every note of a scope in batches (bounded transactions); returns the number deleted."""
         total = 0
         while True:
-            rows = await self._rows("bench/delete_scope", {"batch": batch, **scope.params()}, write=True)
+            rows = await self.store.run_write("bench/delete_scope", batch=batch, **scope.params())
             deleted = int(rows[0]["deleted"]) if rows else 0
             total += deleted
             if deleted < batch:

@@ -1,4 +1,4 @@
-"""Bolt reachability checks and the translation of driver failures into StoreUnavailableError.
+"""Bolt reachability checks, part of the adapter's public API (``graphmem.store``).
 
 Used by the local-server manager (readiness after start, ``status``) and by anything that wants
 a clear "cannot reach / refused credentials" message instead of a driver stack trace. Lives in
@@ -11,28 +11,18 @@ import time
 from typing import Any, Protocol
 
 from neo4j import GraphDatabase
-from neo4j.exceptions import (
-    AuthError,
-    ClientError,
-    ConfigurationError,
-    DatabaseUnavailable,
-    Neo4jError,
-    ServiceUnavailable,
-)
+from neo4j.exceptions import AuthError, ClientError
 
 from graphmem import queries
 from graphmem.errors import StoreUnavailableError
+from graphmem.store.errors import DB_NOT_FOUND, CredentialsRefusedError, Target
+from graphmem.store.errors import explain as _explain
 
 Auth = tuple[str, str] | None
 
-_DB_NOT_FOUND = "Neo.ClientError.Database.DatabaseNotFound"
 # After Bolt first answers, how long a missing database may still be "being created" on a fresh
 # server before we call it a configuration error (NEO4J_DATABASE naming a database that isn't there).
 _DB_GRACE_S = 20.0
-
-
-class CredentialsRefusedError(StoreUnavailableError):
-    """The server answered but refused the credentials (or wants some and got none)."""
 
 
 class _Process(Protocol):
@@ -46,47 +36,21 @@ class _Process(Protocol):
 def explain(
     exc: BaseException, uri: str, username: str | None = None, database: str = "neo4j"
 ) -> StoreUnavailableError:
-    """Turn a driver exception into a StoreUnavailableError whose message names the setting to fix."""
-    if isinstance(exc, StoreUnavailableError):
-        return exc
-    if isinstance(exc, AuthError):
-        if username is None:
-            return CredentialsRefusedError(
-                f"Neo4j at {uri} requires authentication: set NEO4J_PASSWORD (and NEO4J_USERNAME if the "
-                f"user is not 'neo4j') ({_message(exc)})"
-            )
-        return CredentialsRefusedError(
-            f"Neo4j at {uri} refused user {username!r}: wrong NEO4J_USERNAME or NEO4J_PASSWORD ({_message(exc)})"
-        )
-    if isinstance(exc, ClientError) and exc.code == _DB_NOT_FOUND:
-        return StoreUnavailableError(
-            f"Neo4j at {uri} has no database {database!r}: set NEO4J_DATABASE to an existing database "
-            f"(Community has one, usually 'neo4j')"
-        )
-    if isinstance(exc, (ConfigurationError, ValueError)):
-        return StoreUnavailableError(f"NEO4J_URI={uri} is not usable: {_message(exc)}")
-    if isinstance(exc, (ServiceUnavailable, DatabaseUnavailable, OSError, TimeoutError)):
-        return StoreUnavailableError(
-            f"cannot reach Neo4j at {uri} (NEO4J_URI): {_message(exc)}. Start the local server with "
-            f"`graphmem neo4j start`, or point NEO4J_URI at a running Neo4j"
-        )
-    if isinstance(exc, Neo4jError):
-        return StoreUnavailableError(f"Neo4j at {uri} failed the connection check: {_message(exc)}")
-    return StoreUnavailableError(f"cannot use Neo4j at {uri}: {type(exc).__name__}: {_message(exc)}")
-
-
-def _message(exc: BaseException) -> str:
-    text = getattr(exc, "message", None) or str(exc) or type(exc).__name__
-    return str(text).strip().splitlines()[0][:300]
+    """Turn a driver exception into a StoreUnavailableError whose message names the setting to fix
+    (the adapter's one translation table, ``store/errors.py``, as for a connection check)."""
+    mapped = _explain(exc, Target(uri, username, database), connecting=True)
+    assert mapped is not None  # connecting: every failure maps
+    return mapped
 
 
 def check_bolt(uri: str, auth: Auth = None, *, database: str = "neo4j", timeout: float = 5.0) -> None:
-    """Connect, authenticate and run ``RETURN 1`` on ``database``; raise the driver's exception."""
+    """Connect, authenticate and run a query on ``database``; raise the driver's exception."""
     with GraphDatabase.driver(
         uri, auth=auth, connection_timeout=timeout, connection_acquisition_timeout=timeout
     ) as driver:
         driver.verify_connectivity()
-        driver.execute_query("RETURN 1", database_=database)
+        query = queries.load("schema/server_version")  # any query proves the database serves
+        driver.execute_query(query.text, query.bind(), database_=database)
 
 
 def bolt_answers(uri: str, auth: Auth = None, *, database: str = "neo4j", timeout: float = 2.0) -> bool:
@@ -135,7 +99,7 @@ def wait_for_bolt(
         except AuthError as exc:
             raise explain(exc, uri, username, database) from None
         except ClientError as exc:
-            if exc.code != _DB_NOT_FOUND:
+            if exc.code != DB_NOT_FOUND:
                 raise explain(exc, uri, username, database) from None
             # A fresh server answers Bolt a moment before it has created its default database.
             first_answer = first_answer or time.monotonic()
@@ -160,3 +124,15 @@ def server_info(uri: str, auth: Auth = None, *, database: str = "neo4j", timeout
         raise explain(exc, uri, auth[0] if auth else None, database) from None
     row = records[0]
     return {"name": str(row["name"]), "version": str(row["version"]), "edition": str(row["edition"])}
+
+
+__all__ = [
+    "Auth",
+    "CredentialsRefusedError",
+    "bolt_answers",
+    "check_bolt",
+    "ensure_reachable",
+    "explain",
+    "server_info",
+    "wait_for_bolt",
+]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from graphmem import queries
 from graphmem.errors import SchemaMismatchError
 from graphmem.store.neo4j_store import Neo4jNoteStore
 
@@ -20,7 +19,7 @@ async def bootstrap_schema(store: Neo4jNoteStore, dimensions: int, *, await_seco
             f"configured embedder produces {dimensions}: use another NEO4J_DATABASE, or re-embed "
             f"(export, drop the index, import)"
         )
-    for statement in queries.statements("schema"):
-        params = {"dimensions": dimensions} if "$dimensions" in statement else {}
-        await store.run_schema_statement(statement, params)
-    await store.await_indexes(await_seconds)
+    available = {"dimensions": dimensions}
+    for statement in store.statements("schema"):
+        await store.run_schema(statement, **{p: available[p] for p in statement.params})
+    await store.run_schema(store.query("schema/await"), seconds=await_seconds)

@@ -87,7 +87,15 @@ def test_browse_queries_run(memory: dict[str, str], scope: Scope, graph: Any) ->
         "until": "2023-05-03T00:00:00Z",
     }
     names = sorted(p.stem for p in BROWSE.glob("*.cypher"))
-    assert names == ["evolution_history", "latest_notes", "most_linked", "neighbourhood", "notes_by_tag", "time_range"]
+    assert names == [
+        "demo",
+        "evolution_history",
+        "latest_notes",
+        "most_linked",
+        "neighbourhood",
+        "notes_by_tag",
+        "time_range",
+    ]
     results = {}
     for name in names:
         text = (BROWSE / f"{name}.cypher").read_text()

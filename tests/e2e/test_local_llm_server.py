@@ -72,7 +72,7 @@ def test_start_call_reuse_stop(settings: Settings, llm: LocalLLM) -> None:
     assert not first.reused and first.pid is not None
     assert llm.status().running and llm.status().managed
 
-    chat = make_chat_model(settings, local=llm)
+    chat = make_chat_model(settings, base_url=llm.base_url, model=llm.model_name)
     method = structured_method(settings)
     assert method == "function_calling"
     structured = chat.with_structured_output(NoteAnalysis, method=method, include_raw=True)

@@ -22,7 +22,8 @@ def embedder(settings: Settings) -> Embeddings:
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def make_service(settings: Settings, embedder: Embeddings, scope: Any) -> AsyncIterator[Callable[..., Any]]:
-    """Factory: `await make_service(responder=..., **setting_overrides)` -> (service, chat model).
+    """Factory: `await make_service(responder=..., **setting_overrides)` -> (service, chat model);
+    `chat_model=` (a model or an LLMCaller) replaces the scripted model.
 
     Depends on `scope` so that services close (and their background writes finish) before the
     scope's cleanup runs: the other order can block the cleanup on a lock held by a paused task.
@@ -30,11 +31,11 @@ async def make_service(settings: Settings, embedder: Embeddings, scope: Any) -> 
     made: list[AsyncMemoryService] = []
 
     async def factory(
-        responder: Responder | None = None, **overrides: Any
+        responder: Responder | None = None, chat_model: Any = None, **overrides: Any
     ) -> tuple[AsyncMemoryService, ScriptedChatModel]:
         model = ScriptedChatModel(responder or amem_responder())
         svc = await AsyncMemoryService.create(
-            settings.model_copy(update=overrides), chat_model=model, embedder=embedder
+            settings.model_copy(update=overrides), chat_model=chat_model or model, embedder=embedder
         )
         made.append(svc)
         return svc, model

@@ -8,7 +8,7 @@ import pytest
 
 from graphmem.errors import InvalidInputError, NoteNotFoundError
 from graphmem.models import FOLLOWS_REASON, LinkType, Scope
-from graphmem.service import memory
+from graphmem.service import stats as retrieval_stats
 from graphmem.service.memory import NoteInput
 from tests.fakes import amem_responder, step_of
 
@@ -120,7 +120,7 @@ async def test_ask_keeps_the_context_within_the_budget(make_service: Any, scope:
 async def test_retrieval_statistics_are_batched_and_counted(
     make_service: Any, scope: Scope, graph: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(memory, "TOUCH_DELAY", 3600.0)
+    monkeypatch.setattr(retrieval_stats, "TOUCH_DELAY", 3600.0)
     svc, _ = await make_service(enable_enrichment=False, search_mode="vector")
     await svc.add_many(
         [NoteInput(content=f"fact number {i} about gardening", note_id=f"g{i}") for i in range(5)], scope

@@ -9,9 +9,8 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage
 
 from graphmem.errors import ConflictError, InvalidInputError, NoteNotFoundError
-from graphmem.models import FOLLOWS_REASON, EnrichmentStatus, LinkType, Scope, SearchHit
+from graphmem.models import FOLLOWS_REASON, EnrichmentStatus, LinkType, Scope, SearchFilters, SearchHit
 from graphmem.service.text import embed_text
-from graphmem.store.neo4j_store import SearchFilters
 from tests.fakes import amem_responder, shown_ids, step_of, text_reply, tool_reply
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -289,7 +288,8 @@ async def test_one_hop_search_in_one_query_equals_search_then_expand(
     expand_links returns, also when another scope's near-identical notes crowd the index (the
     over-fetch loop) and with a filter."""
     from graphmem import queries
-    from graphmem.service.memory import NoteInput, _attach_links
+    from graphmem.models import NoteInput
+    from graphmem.service.retrieve import attach_links
 
     svc, _ = await make_service()
     other = Scope(user_id=scope.user_id + "-crowd")
@@ -319,14 +319,14 @@ async def test_one_hop_search_in_one_query_equals_search_then_expand(
         )
         per_hit = svc.settings.links_per_hit
         fetches: list[int] = []
-        query_fn = svc.store._query
+        query_fn = svc.store.run_auto
 
         async def counting(name: str, /, **params: Any) -> Any:
             if name == "search/vector_links":
                 fetches.append(params["fetch_k"])
             return await query_fn(name, **params)
 
-        svc.store._query = counting
+        svc.store.run_auto = counting
         for query, flt in [("sailing boat", None), ("violin", None), ("bread", SearchFilters(tags_any=["odd"]))]:
             for k in (1, 5, 12):
                 one = await svc.search(query, scope, k=k, mode="links", filters=flt)
@@ -335,7 +335,7 @@ async def test_one_hop_search_in_one_query_equals_search_then_expand(
                     vec, scope, k, filters=flt, over_fetch=svc.settings.over_fetch_ratio
                 )
                 ids = [n.id for n, _ in found]
-                two = _attach_links(
+                two = attach_links(
                     [SearchHit(note=n, score=s, found_by=["vector"]) for n, s in found],
                     await svc.store.expand_links(ids, scope, per_hit, exclude_ids=ids),
                 )

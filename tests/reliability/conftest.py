@@ -79,18 +79,21 @@ async def user_scope(settings: Settings) -> AsyncIterator[Scope]:
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def make_service(settings: Settings) -> AsyncIterator[Callable[..., Any]]:
-    """``await make_service(responder=None, embedder=None, **setting_overrides)`` -> (service, model).
+    """``await make_service(responder=None, embedder=None, chat_model=None, **setting_overrides)`` ->
+    (service, model); ``chat_model`` (a model or an LLMCaller) replaces the scripted model.
 
     The default embedder is a fresh ClusterEmbedder (fast); pass ``embedder=`` for MiniLM.
     """
     made: list[AsyncMemoryService] = []
 
     async def factory(
-        responder: Responder | None = None, embedder: Any = None, **overrides: Any
+        responder: Responder | None = None, embedder: Any = None, chat_model: Any = None, **overrides: Any
     ) -> tuple[AsyncMemoryService, ScriptedChatModel]:
         model = ScriptedChatModel(responder or amem_responder())
         svc = await AsyncMemoryService.create(
-            settings.model_copy(update=overrides), chat_model=model, embedder=embedder or ClusterEmbedder()
+            settings.model_copy(update=overrides),
+            chat_model=chat_model or model,
+            embedder=embedder or ClusterEmbedder(),
         )
         made.append(svc)
         return svc, model

@@ -212,7 +212,7 @@ def test_add_stores_exactly_or_refuses(
 @example(query="ok", k=None, mode=None, tags=None, category="\ud800")
 @example(query="ok", k=None, mode="hybrid", tags=["x\udfff"], category=None)
 def test_search_answers_or_refuses(sync_svc: Any, query: Any, k: Any, mode: Any, tags: Any, category: Any) -> None:
-    from graphmem.store.neo4j_store import SearchFilters
+    from graphmem.models import SearchFilters
 
     svc, scope, _ = sync_svc
     try:
@@ -350,7 +350,7 @@ CLI_CASES: list[tuple[str, list[str], str]] = [
     ("unknown option", ["search", "q", "--frobnicate"], "No such option"),
     ("k out of range", ["search", "q", "-k", "0"], "k must be"),
     ("empty query", ["search", "   "], "query is empty"),
-    ("unknown mode", ["search", "q", "--mode", "sql"], "unknown search mode"),
+    ("unknown mode", ["search", "q", "--mode", "sql"], "'sql' is not one of 'vector', 'links', 'hybrid'"),
     ("bad limit", ["list", "--limit", "0"], "limit must be"),
     ("bad scope", ["list", "--user", "bad user"], "user_id must be"),
     ("cypher scope", ["list", "--user", "x' OR 1=1 //"], "user_id must be"),
@@ -359,7 +359,7 @@ CLI_CASES: list[tuple[str, list[str], str]] = [
     ("bad client id", ["add", "hello", "--raw", "--id", "no spaces allowed"], "note id must be"),
     ("control chars", ["add", "bell\x07", "--raw"], "control characters"),
     ("huge content", ["add", "z" * 9000, "--raw"], "over the limit"),
-    ("unknown link type", ["link", "a1", "b1", "--type", "LOVES"], "unknown link type"),
+    ("unknown link type", ["link", "a1", "b1", "--type", "LOVES"], "'LOVES' is not one of 'RELATED_TO'"),
     ("unknown note", ["show", "no-such-note-0000"], "no note with id"),
     ("missing file", ["import", "/nonexistent/notes.jsonl"], "no such file"),
 ]

@@ -134,11 +134,11 @@ class Switch:
         self.fault, self.remaining = fault, n
 
 
-def use_http_model(svc: AsyncMemoryService, base_url: str, *, max_retries: int) -> None:
+def http_caller(base_url: str, *, max_retries: int) -> LLMCaller:
+    """The LLM over HTTP (real ChatOpenAI client) for a service's ``chat_model``."""
     model = ChatOpenAI(base_url=base_url, api_key="sk-test-key", model="stub", max_retries=0, timeout=TIMEOUT)
-    svc._chat_model = model
     # Waits capped at 0.5 s (production: 30 s) to keep the suite short; Retry-After 0.3 s is still honoured.
-    svc._llm = LLMCaller(model, method="function_calling", max_retries=max_retries, repair_attempts=1, max_wait=0.5)
+    return LLMCaller(model, method="function_calling", max_retries=max_retries, repair_attempts=1, max_wait=0.5)
 
 
 def assert_links_inside(graph: Any, scope: Scope, shown: dict[str, set[str]]) -> int:
@@ -168,21 +168,22 @@ def shown_by_content(requests: list[dict[str, Any]]) -> dict[str, set[str]]:
 
 async def test_http_faults_store_every_note_and_repair_later(make_service: Any, user_scope: Scope, graph: Any) -> None:
     per_fault = 3 if FULL else 1
-    svc, _ = await make_service()
     switch = Switch()
     outcome: dict[str, dict[str, Any]] = {}
     with FaultyOpenAI(switch) as stub:
+        # Two services on the same database: one retries transport faults twice, one once.
+        retrying, _ = await make_service(chat_model=http_caller(stub.base_url, max_retries=2))
+        svc, _ = await make_service(chat_model=http_caller(stub.base_url, max_retries=1))
         for kind in TRANSPORT + FORMAT:
             scope = Scope(user_id=user_scope.user_id, agent_id=re.sub(r"[^a-z0-9]+", "-", kind.lower()).strip("-"))
             base = await svc.add("Seed: the first shipment of bolts arrived on Monday.", scope, enrich=False)
 
             # A fault on the first request only: transport faults are retried (note enriched), format
             # faults are repaired or re-asked, or the note is stored pending.
-            use_http_model(svc, stub.base_url, max_retries=2)
             switch.set(_fault(kind), 1)
             n0 = len(stub.requests)
             t0 = time.perf_counter()
-            once = await svc.add(f"The second shipment ({kind}) arrived on Tuesday.", scope)
+            once = await retrying.add(f"The second shipment ({kind}) arrived on Tuesday.", scope)
             once_s = time.perf_counter() - t0
             assert once.created
             if kind in TRANSPORT:
@@ -192,7 +193,6 @@ async def test_http_faults_store_every_note_and_repair_later(make_service: Any, 
                 assert t[1] - t[0] >= 0.3  # Retry-After honoured
 
             # A fault that does not stop: every note is still stored, raw and pending.
-            use_http_model(svc, stub.base_url, max_retries=1)
             switch.set(_fault(kind), -1)
             stuck = [await svc.add(f"Shipment {i} ({kind}) is delayed.", scope) for i in range(per_fault)]
             assert all(r.created for r in stuck), kind

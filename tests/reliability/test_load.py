@@ -31,7 +31,33 @@ SIZES = [
     pytest.param({"seconds": 15, "clients": 3, "warmup": 5, "rss_bound_mb": 64}, id="ci"),
     pytest.param({"seconds": 180, "clients": 6, "warmup": 20, "rss_bound_mb": 64}, id="full", marks=pytest.mark.slow),
 ]
-WORDS = ["alice", "bob", "lisbon", "tea", "coffee", "project", "deadline", "friday", "bicycle", "repair", "nurse", "sister", "vault", "garden", "piano", "train", "paris", "meeting", "budget", "report", "holiday", "recipe", "soup", "marathon", "doctor"]
+WORDS = [
+    "alice",
+    "bob",
+    "lisbon",
+    "tea",
+    "coffee",
+    "project",
+    "deadline",
+    "friday",
+    "bicycle",
+    "repair",
+    "nurse",
+    "sister",
+    "vault",
+    "garden",
+    "piano",
+    "train",
+    "paris",
+    "meeting",
+    "budget",
+    "report",
+    "holiday",
+    "recipe",
+    "soup",
+    "marathon",
+    "doctor",
+]
 
 
 def _free_port() -> int:

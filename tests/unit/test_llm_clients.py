@@ -55,11 +55,12 @@ class Analysis(BaseModel):
 
 
 def test_local_provider_targets_the_managed_server(tmp_path: Path) -> None:
+    """Without a running server given, the client points at the configured local port (nothing starts)."""
     s = make(tmp_path, local_model="qwen2.5-coder-0.5b", local_llm_port=18011, llm_max_tokens=300, llm_seed=7)
     chat = make_chat_model(s)
     assert isinstance(chat, ChatOpenAI)
     assert chat.openai_api_base == "http://127.0.0.1:18011/v1"
-    assert chat.model_name == "qwen2.5-coder-0.5b-instruct-q4_k_m"
+    assert chat.model_name == "qwen2.5-coder-0.5b"
     assert key_of(chat) == "not-needed"
     assert (chat.max_retries, chat.max_tokens, chat.seed, chat.temperature) == (0, 300, 7, 0.0)
     assert chat.request_timeout == s.llm_timeout
@@ -68,9 +69,10 @@ def test_local_provider_targets_the_managed_server(tmp_path: Path) -> None:
 def test_local_provider_uses_the_given_server(tmp_path: Path) -> None:
     s = make(tmp_path, llm_provider="local")
     local = LocalLLM(s.model_copy(update={"local_llm_port": 19999}))
-    chat = make_chat_model(s, local=local)
+    chat = make_chat_model(s, base_url=local.base_url, model=local.model_name)
     assert isinstance(chat, ChatOpenAI)
     assert chat.openai_api_base == "http://127.0.0.1:19999/v1"
+    assert chat.model_name == "qwen2.5-coder-1.5b-instruct-q4_k_m"
 
 
 def test_local_request_carries_max_tokens(tmp_path: Path) -> None:

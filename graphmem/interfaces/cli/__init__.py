@@ -1,11 +1,13 @@
-"""The `graphmem` command: one typer app, a sub-module per area, each a thin layer over the service."""
+"""The `graphmem` command: one typer app assembled from a sub-app per area, each a thin layer over
+the service (or, for `neo4j` and `llm`, over graphmem.local)."""
 
 from __future__ import annotations
 
-import importlib
 import sys
 
 import typer
+
+from graphmem.interfaces.cli import bench, demo, evaluate, llm, neo4j, notes, serve
 
 app = typer.Typer(
     name="graphmem",
@@ -14,15 +16,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-
-# Each module registers its commands on `app` when imported.
-_MODULES = ("neo4j", "notes", "demo", "serve", "evaluate", "bench", "llm")
-for _name in _MODULES:
-    try:
-        importlib.import_module(f"graphmem.interfaces.cli.{_name}")
-    except ModuleNotFoundError as exc:  # a module not written yet, not a missing dependency
-        if exc.name != f"graphmem.interfaces.cli.{_name}":
-            raise
+for sub in (neo4j.app, notes.app, demo.app, serve.app, evaluate.app, bench.app, llm.app):
+    app.add_typer(sub)  # unnamed sub-apps add their commands here; named ones become groups
 
 
 def main() -> None:

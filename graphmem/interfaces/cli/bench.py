@@ -8,8 +8,9 @@ from typing import Annotated, Any
 
 import typer
 
-from graphmem.interfaces.cli import app
 from graphmem.interfaces.cli.common import JsonOpt, console, print_json
+
+app = typer.Typer()
 
 
 def _default_data_dir(settings: Any) -> Path | None:
@@ -54,7 +55,7 @@ def bench_cmd(
     from graphmem.errors import InvalidInputError
     from graphmem.evaluation.bench import BenchConfig, run_bench
     from graphmem.evaluation.report import write_outputs
-    from graphmem.service.memory import AsyncMemoryService
+    from graphmem.service import AsyncMemoryService
 
     try:
         size_list = sorted({int(x.replace("_", "")) for x in sizes.split(",") if x.strip()})

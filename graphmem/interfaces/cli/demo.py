@@ -11,17 +11,17 @@ import typer
 from rich.panel import Panel
 from rich.table import Table
 
-from graphmem.interfaces.cli import app
 from graphmem.interfaces.cli.common import console, print_json
+
+app = typer.Typer()
 
 
 def _ensure_neo4j(settings: Any) -> str:
     """Start the managed local Neo4j unless one already answers; return the Browser URL."""
-    from graphmem.local.neo4j_server import LocalNeo4j, endpoints
-    from graphmem.store.probe import bolt_answers
+    from graphmem.local.neo4j_server import LocalNeo4j, endpoints, neo4j_answers
 
     ends = endpoints(settings)
-    if bolt_answers(settings.neo4j_uri, settings.neo4j_auth, database=settings.neo4j_database):
+    if neo4j_answers(settings):
         console.print(f"[green]Neo4j[/] answering at {settings.neo4j_uri}")
     elif ends.host in ("127.0.0.1", "localhost"):
         with console.status("starting Neo4j (the first time fetches it with Maven)..."):
@@ -51,19 +51,15 @@ def demo(
 
 async def _run(settings: Any, browser_url: str) -> dict[str, Any]:
     from graphmem.demo.sample import BROWSER_QUERY, CONVERSATION, QUESTIONS, as_note_text
-    from graphmem.models import FOLLOWS_REASON, Scope, Usage
-    from graphmem.service.memory import AsyncMemoryService
+    from graphmem.local import chat_model as start_local
+    from graphmem.models import FOLLOWS_REASON, LinkType, Scope, Usage
+    from graphmem.service import AsyncMemoryService
 
     chat_model = None
     if settings.resolved_llm_provider == "local":
-        from graphmem.llm.clients import make_chat_model
-        from graphmem.local.llm_server import LocalLLM
-
-        local = LocalLLM(settings)
         with console.status(f"starting the local model {settings.local_model} ..."):
-            local.ensure_running()
-        console.print(f"[green]LLM[/] {settings.local_model} at {local.base_url}")
-        chat_model = make_chat_model(settings, local=local)
+            chat_model = await asyncio.to_thread(start_local, settings)
+        console.print(f"[green]LLM[/] {settings.local_model} at port {settings.local_llm_port}")
     else:
         console.print(f"[green]LLM[/] {settings.resolved_llm_provider}: {settings.llm_model}")
 
@@ -143,7 +139,7 @@ async def _run(settings: Any, browser_url: str) -> dict[str, Any]:
             )
 
     calls_per_note = ingest.llm_calls / len(CONVERSATION)
-    llm_links = sum(1 for l in links_out if l["type"] != "FOLLOWS" or l["reason"] != FOLLOWS_REASON)
+    llm_links = sum(1 for x in links_out if x["type"] != LinkType.FOLLOWS or x["reason"] != FOLLOWS_REASON)
     console.rule("[bold]Summary")
     ordered = sorted(per_note)
     console.print(

@@ -18,13 +18,12 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from graphmem.interfaces.cli import app
 from graphmem.interfaces.cli.common import JsonOpt, console, print_json
+from graphmem.models import SearchMode
 
-eval_app = typer.Typer(
-    help="Evaluate graphmem on LoCoMo (QA with an LLM, or retrieval without one).", no_args_is_help=True
+app = typer.Typer(
+    name="eval", help="Evaluate graphmem on LoCoMo (QA with an LLM, or retrieval without one).", no_args_is_help=True
 )
-app.add_typer(eval_app, name="eval")
 
 DataOpt = Annotated[Path, typer.Option("--data", help="LoCoMo JSON file (e.g. locomo10.json); never copied")]
 ConvOpt = Annotated[
@@ -79,7 +78,7 @@ def _print_outputs(written: dict[str, Path]) -> None:
         console.print(f"  {kind}: {path}")
 
 
-@eval_app.command("locomo")
+@app.command("locomo")
 def locomo_cmd(
     data: DataOpt,
     out: Annotated[Path, typer.Option("--out", help="output folder (answers.jsonl, qa.json, qa.md, plot)")] = Path(
@@ -88,9 +87,7 @@ def locomo_cmd(
     conversations: ConvOpt = None,
     sessions: SessOpt = None,
     max_questions: MaxQOpt = None,
-    mode: Annotated[
-        str | None, typer.Option("--mode", help="search mode: vector | links | hybrid (default: setting)")
-    ] = None,
+    mode: Annotated[SearchMode | None, typer.Option("--mode", help="search mode (default: setting)")] = None,
     k: Annotated[int | None, typer.Option("-k", help="notes retrieved per question (default: setting)")] = None,
     baseline: Annotated[
         str, typer.Option("--baseline", help="none | full-context (also answer with the whole conversation)")
@@ -119,14 +116,13 @@ def locomo_cmd(
     from graphmem.evaluation.locomo import parse_sessions
     from graphmem.evaluation.qa import QAConfig, run_qa_eval
     from graphmem.evaluation.report import write_outputs
-    from graphmem.service.memory import AsyncMemoryService
+    from graphmem.local import chat_model
+    from graphmem.service import AsyncMemoryService
 
     if baseline not in ("none", "full-context"):
         raise InvalidInputError("--baseline must be none or full-context")
     if cat5_prompt not in ("options", "open"):
         raise InvalidInputError("--cat5-prompt must be options or open")
-    if mode is not None and mode not in ("vector", "links", "hybrid"):
-        raise InvalidInputError("--mode must be vector, links or hybrid")
     systems: tuple[str, ...] = ("memory",)
     if baseline == "full-context":
         systems = ("full-context",) if baseline_only else ("memory", "full-context")
@@ -148,7 +144,8 @@ def locomo_cmd(
     convs = _conversations(data, conversations)
 
     async def main(update: Callable[[str, int, int], None]) -> dict[str, Any]:
-        async with await AsyncMemoryService.create(settings) as svc:
+        model = await asyncio.to_thread(chat_model, settings)  # the local LLM starts off the event loop
+        async with await AsyncMemoryService.create(settings, chat_model=model) as svc:
             return await run_qa_eval(svc, convs, cfg, out, progress=update)
 
     with progress_bars() as update:
@@ -161,7 +158,7 @@ def locomo_cmd(
     _print_outputs(written)
 
 
-@eval_app.command("retrieval")
+@app.command("retrieval")
 def retrieval_cmd(
     data: DataOpt,
     out: Annotated[
@@ -204,7 +201,7 @@ def retrieval_cmd(
         RetrievalConfig,
         run_retrieval_eval,
     )
-    from graphmem.service.memory import AsyncMemoryService
+    from graphmem.service import AsyncMemoryService
 
     mode_list = tuple(m.strip() for m in modes.split(",") if m.strip())
     bad = [m for m in mode_list if m not in ALL_MODES]

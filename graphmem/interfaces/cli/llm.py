@@ -9,16 +9,14 @@ import typer
 from rich.status import Status
 
 from graphmem.config import Settings, get_settings
-from graphmem.interfaces.cli import app
 from graphmem.interfaces.cli.common import JsonOpt, console, print_json
 from graphmem.local.llm_server import LLMStatus, LocalLLM
 
-llm_app = typer.Typer(
+app = typer.Typer(
     name="llm",
     help="Run the local LLM (Qwen2.5-Coder GGUF from PyPI part packages, llama-cpp-python server).",
     no_args_is_help=True,
 )
-app.add_typer(llm_app)
 
 
 class ModelChoice(StrEnum):
@@ -54,7 +52,7 @@ def _print_status(st: LLMStatus) -> None:
     console.print(f"  Log      {st.log_file}", soft_wrap=True)
 
 
-@llm_app.command()
+@app.command()
 def start(model: ModelOpt = None, timeout: TimeoutOpt = 180.0, json_out: JsonOpt = False) -> None:
     """Assemble the weights if needed, start the server in the background, wait until it answers."""
     llm = LocalLLM(_settings(model), show_progress=not json_out)
@@ -75,7 +73,7 @@ def start(model: ModelOpt = None, timeout: TimeoutOpt = 180.0, json_out: JsonOpt
     _print_status(st)
 
 
-@llm_app.command()
+@app.command()
 def stop(model: ModelOpt = None, timeout: TimeoutOpt = 15.0, json_out: JsonOpt = False) -> None:
     """Stop the server started by this graphmem home: SIGTERM, then SIGKILL after --timeout seconds."""
     llm = LocalLLM(_settings(model))
@@ -86,7 +84,7 @@ def stop(model: ModelOpt = None, timeout: TimeoutOpt = 15.0, json_out: JsonOpt =
         console.print("Local LLM stopped." if stopped else "Local LLM is not running (nothing to stop).")
 
 
-@llm_app.command()
+@app.command()
 def status(model: ModelOpt = None, json_out: JsonOpt = False) -> None:
     """Running or stopped, model, URL, weights and log paths. Exit code 3 when not serving the model."""
     st = LocalLLM(_settings(model)).status()

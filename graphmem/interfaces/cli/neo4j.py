@@ -9,16 +9,14 @@ from rich.markup import escape
 from rich.status import Status
 
 from graphmem.config import get_settings
-from graphmem.interfaces.cli import app
 from graphmem.interfaces.cli.common import JsonOpt, console, print_json
 from graphmem.local.neo4j_server import LocalNeo4j, ServerStatus
 
-neo4j_app = typer.Typer(
+app = typer.Typer(
     name="neo4j",
     help="Run a local Neo4j Community server (needs java 17+ and, once, mvn).",
     no_args_is_help=True,
 )
-app.add_typer(neo4j_app)
 
 TimeoutOpt = Annotated[float, typer.Option("--timeout", help="seconds to wait for Bolt", min=1)]
 
@@ -31,7 +29,7 @@ def _print_endpoints(st: ServerStatus) -> None:
     console.print(f"  Browser  [cyan]{st.browser_url}[/]", soft_wrap=True)
 
 
-@neo4j_app.command()
+@app.command()
 def start(timeout: TimeoutOpt = 120.0) -> None:
     """Fetch the jars if needed, start the server in the background and wait until Bolt answers."""
     settings = get_settings()
@@ -48,7 +46,7 @@ def start(timeout: TimeoutOpt = 120.0) -> None:
     console.print(f"  Log      {escape(st.log)}\n  Data     {escape(st.data)}")
 
 
-@neo4j_app.command()
+@app.command()
 def stop(timeout: TimeoutOpt = 30.0) -> None:
     """Stop the local server: SIGTERM, then SIGKILL after --timeout seconds."""
     with Status("Stopping Neo4j", console=console):
@@ -56,7 +54,7 @@ def stop(timeout: TimeoutOpt = 30.0) -> None:
     console.print("Neo4j is not running." if pid is None else f"Neo4j stopped (pid {pid}).")
 
 
-@neo4j_app.command()
+@app.command()
 def status(json_out: JsonOpt = False) -> None:
     """Running or stopped, pid, version, URLs, log and data paths. Exit code 3 when stopped."""
     st = LocalNeo4j(get_settings()).status()

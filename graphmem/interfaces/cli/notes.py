@@ -13,7 +13,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from graphmem.interfaces.cli import app
+from graphmem.config import Settings
 from graphmem.interfaces.cli.common import (
     AgentOpt,
     JsonOpt,
@@ -23,25 +23,33 @@ from graphmem.interfaces.cli.common import (
     make_scope,
     print_json,
 )
-from graphmem.models import AddResult, SearchHit
+from graphmem.models import AddResult, LinkType, SearchHit, SearchMode
 
 T = TypeVar("T")
 
+app = typer.Typer()
 
-def run_service(work: Callable[[Any], Awaitable[T]]) -> T:
-    """Open the service from settings, run one coroutine with it, close it."""
+
+def run_service(work: Callable[[Any], Awaitable[T]], *, llm: bool | Callable[[Settings], bool] = False) -> T:
+    """Open the service from settings, run one coroutine with it, close it. ``llm``: the command
+    calls the LLM (given the settings), so the local model is started (or reused) first, in a
+    worker thread."""
     from graphmem.config import get_settings
-    from graphmem.service.memory import AsyncMemoryService
+    from graphmem.local import chat_model
+    from graphmem.service import AsyncMemoryService
 
     async def main() -> T:
-        async with await AsyncMemoryService.create(get_settings()) as svc:
+        settings = get_settings()
+        needs_llm = llm(settings) if callable(llm) else llm
+        model = await asyncio.to_thread(chat_model, settings) if needs_llm else None
+        async with await AsyncMemoryService.create(settings, chat_model=model) as svc:
             return await work(svc)
 
     return asyncio.run(main())
 
 
 def _hit_json(hit: SearchHit) -> dict[str, Any]:
-    return hit.model_dump(mode="json", exclude={"note": {"embedding"}})
+    return {**hit.model_dump(mode="json", exclude={"note"}), "note": hit.note.public()}
 
 
 def _print_add(result: AddResult) -> None:
@@ -88,10 +96,11 @@ def add(
             dedupe_content=dedupe,
             enrich=False if raw else None,
             follows=follows,
-        )
+        ),
+        llm=lambda s: not raw and s.enable_enrichment,
     )
     if as_json:
-        print_json(result.model_dump(mode="json", exclude={"note": {"embedding"}}))
+        print_json({**result.model_dump(mode="json", exclude={"note"}), "note": result.note.public()})
     else:
         _print_add(result)
 
@@ -103,7 +112,7 @@ def search(
     agent: AgentOpt = "default",
     run: RunOpt = "default",
     k: Annotated[int | None, typer.Option("-k", help="number of primary hits (default GRAPHMEM_SEARCH_K)")] = None,
-    mode: Annotated[str | None, typer.Option(help="vector | links | hybrid (default GRAPHMEM_SEARCH_MODE)")] = None,
+    mode: Annotated[SearchMode | None, typer.Option(help="search mode (default GRAPHMEM_SEARCH_MODE)")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Search the scope's notes; linked notes are expanded one hop."""
@@ -133,9 +142,9 @@ def ask(
 ) -> None:
     """Answer a question from the scope's memory."""
     scope = make_scope(user, agent, run)
-    result = run_service(lambda svc: svc.ask(question, scope, k=k, token_budget=budget))
+    result = run_service(lambda svc: svc.ask(question, scope, k=k, token_budget=budget), llm=True)
     if as_json:
-        print_json(result.model_dump(mode="json", exclude={"notes": {"__all__": {"note": {"embedding"}}}}))
+        print_json({**result.model_dump(mode="json", exclude={"notes"}), "notes": [_hit_json(h) for h in result.notes]})
         return
     console.print(f"[bold]{result.answer}[/]")
     for h in result.notes:
@@ -162,16 +171,16 @@ def show(
     if as_json:
         print_json(
             {
-                "note": note.model_dump(mode="json", exclude={"embedding"}),
-                "links": [l.model_dump(mode="json") for l in links],
+                "note": note.public(),
+                "links": [link.model_dump(mode="json") for link in links],
                 "history": [h.model_dump(mode="json") for h in history],
             }
         )
         return
     console.print(f"[bold]{note.id}[/] v{note.version} [dim]{note.scope}[/]\n{note.content}")
     console.print(f"context: {note.context}\nkeywords: {', '.join(note.keywords)}\ntags: {', '.join(note.tags)}")
-    for l in links:
-        console.print(f"  {l.source_id[:12]} -[{l.type.value}]-> {l.target_id[:12]}  [dim]{l.reason}[/]")
+    for link in links:
+        console.print(f"  {link.source_id[:12]} -[{link.type.value}]-> {link.target_id[:12]}  [dim]{link.reason}[/]")
     for h in history:
         console.print(f"  [dim]v{h.version} ({h.changed_by}): {h.context}[/]")
 
@@ -189,7 +198,7 @@ def list_notes(
     scope = make_scope(user, agent, run)
     notes = run_service(lambda svc: svc.list(scope, limit=limit, offset=offset))
     if as_json:
-        print_json([n.model_dump(mode="json", exclude={"embedding"}) for n in notes])
+        print_json([n.public() for n in notes])
         return
     table = Table("id", "created", "content", "tags")
     for n in notes:
@@ -221,9 +230,7 @@ def delete(
 def link(
     source_id: str,
     target_id: str,
-    link_type: Annotated[
-        str, typer.Option("--type", help="RELATED_TO, SUPPORTS, CONTRADICTS, ELABORATES, FOLLOWS, SAME_TOPIC")
-    ] = "RELATED_TO",
+    link_type: Annotated[LinkType, typer.Option("--type", help="the link's type")] = LinkType.RELATED_TO,
     reason: str = "",
     user: UserOpt = "default",
     agent: AgentOpt = "default",
@@ -249,7 +256,7 @@ def repair(
 ) -> None:
     """Re-run note construction for notes stored raw after an LLM failure."""
     scope = make_scope(user, agent, run)
-    n = run_service(lambda svc: svc.repair(scope, limit=limit))
+    n = run_service(lambda svc: svc.repair(scope, limit=limit), llm=True)
     print_json({"repaired": n}) if as_json else console.print(f"repaired {n} notes")
 
 

@@ -6,8 +6,9 @@ from typing import Annotated
 
 import typer
 
-from graphmem.interfaces.cli import app
 from graphmem.interfaces.cli.common import console_err
+
+app = typer.Typer()
 
 
 @app.command()
@@ -30,7 +31,8 @@ def serve(
     if settings.auth_disabled:
         console_err.print("[yellow]warning:[/] API key auth is disabled (GRAPHMEM_AUTH_DISABLED=true)")
     console_err.print(f"graphmem REST API on http://{host}:{port}  (docs: /docs)")
-    # No reload: one process owns the Neo4j driver and the local LLM.
+    # No reload: one process owns the Neo4j driver. The app starts the local LLM (if that is the
+    # provider) in a worker thread while it already serves /health.
     uvicorn.run(api, host=host, port=port, log_level=log_level, reload=False, server_header=False)
 
 

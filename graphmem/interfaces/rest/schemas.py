@@ -1,13 +1,19 @@
 """Request and response bodies of the REST API (graphmem.interfaces.rest): the OpenAPI schema."""
 
-from datetime import UTC, datetime
-from typing import Literal
-
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
-from graphmem.models import AddResult, AskResult, Link, LinkType, Note, NoteVersion, SearchHit
-from graphmem.store.neo4j_store import SearchFilters
+from graphmem.models import (
+    AddResult,
+    AskResult,
+    Link,
+    LinkType,
+    Note,
+    NoteVersion,
+    SearchFilters,
+    SearchHit,
+    SearchMode,
+)
 
 
 class ScopeFields(BaseModel):
@@ -38,38 +44,19 @@ class NoteUpdate(ScopeFields):
     content: str = Field(description="the new text; the note is re-enriched and the old values kept as a version")
 
 
-class Filters(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    tags_any: list[str] | None = Field(None, max_length=50)
-    category: str | None = None
-    since: datetime | None = None
-    until: datetime | None = None
-
-    def to_search(self) -> SearchFilters:
-        return SearchFilters(
-            tags_any=self.tags_any, category=self.category, since=utc(self.since), until=utc(self.until)
-        )
-
-
-def utc(value: datetime | None) -> datetime | None:
-    """Event times are stored with a time zone; a naive bound is taken as UTC (else nothing matches)."""
-    return value if value is None or value.tzinfo is not None else value.replace(tzinfo=UTC)
-
-
 class SearchRequest(ScopeFields):
     query: str
     k: int | None = Field(None, ge=1, le=1000)
-    mode: Literal["vector", "links", "hybrid"] | None = None
-    filters: Filters | None = None
+    mode: SearchMode | None = None
+    filters: SearchFilters | None = None
 
 
 class AskRequest(ScopeFields):
     question: str
     k: int | None = Field(None, ge=1, le=1000)
-    mode: Literal["vector", "links", "hybrid"] | None = None
+    mode: SearchMode | None = None
     token_budget: int | None = Field(None, ge=50, le=200_000)
-    filters: Filters | None = None
+    filters: SearchFilters | None = None
 
 
 class LinkCreate(ScopeFields):
@@ -119,12 +106,23 @@ class Health(BaseModel):
     status: str
     version: str
     neo4j: dict[str, str] | None = None
+    llm: str | None = Field(None, description="ready, starting (the local model), failed: ..., or on first use")
     detail: str | None = None
 
 
 def note_out(note: Note) -> NoteOut:
-    return NoteOut.model_validate(note.model_dump(exclude={"embedding"}))
+    return NoteOut.model_validate(note.public())
 
 
 def hit_out(hit: SearchHit) -> SearchHitOut:
     return SearchHitOut.model_validate({**hit.model_dump(exclude={"note"}), "note": note_out(hit.note)})
+
+
+def add_result_out(result: AddResult) -> AddResultOut:
+    return AddResultOut.model_validate({**result.model_dump(exclude={"note"}), "note": note_out(result.note)})
+
+
+def ask_result_out(result: AskResult) -> AskResultOut:
+    return AskResultOut.model_validate(
+        {**result.model_dump(exclude={"notes"}), "notes": [hit_out(h) for h in result.notes]}
+    )

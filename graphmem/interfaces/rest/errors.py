@@ -1,0 +1,132 @@
+"""Errors as JSON ``{"error": {"code", "message", "details"?}}``: one table from graphmem's typed
+errors to HTTP statuses, and the app's exception handlers."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from graphmem.errors import (
+    ConfigError,
+    ConflictError,
+    GraphmemError,
+    InvalidInputError,
+    LLMError,
+    LocalServiceError,
+    NoteNotFoundError,
+    SchemaMismatchError,
+    StoreUnavailableError,
+)
+
+log = logging.getLogger("graphmem.interfaces.rest")
+
+STATUS_OF: list[tuple[type[GraphmemError], int, str]] = [
+    (NoteNotFoundError, 404, "not_found"),
+    (InvalidInputError, 422, "invalid_input"),
+    (ConflictError, 409, "conflict"),
+    (StoreUnavailableError, 503, "store_unavailable"),
+    (LLMError, 502, "llm_failed"),
+    (LocalServiceError, 503, "local_service_unavailable"),
+    (SchemaMismatchError, 503, "schema_mismatch"),
+    (ConfigError, 503, "misconfigured"),
+]
+_HTTP_CODES = {
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "payload_too_large",
+}
+
+
+class ApiError(Exception):
+    """A refusal decided by the API layer itself (auth, scope)."""
+
+    def __init__(self, status_code: int, code: str, message: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.code = code
+        self.message = message
+        self.headers = headers
+
+
+def error_response(
+    status_code: int, code: str, message: str, details: Any = None, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    body: dict[str, Any] = {"error": {"code": code, "message": message}}
+    if details is not None:
+        body["error"]["details"] = details
+    return JSONResponse(status_code=status_code, content=body, headers=headers)
+
+
+def pydantic_message(error: Any) -> str:
+    """A pydantic error message without pydantic's 'Value error, ' prefix."""
+    return str(error["msg"]).removeprefix("Value error, ")
+
+
+async def _api_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ApiError)
+    return error_response(exc.status_code, exc.code, exc.message, headers=exc.headers)
+
+
+async def _graphmem_error(request: Request, exc: Exception) -> JSONResponse:
+    for cls, code_status, code in STATUS_OF:
+        if isinstance(exc, cls):
+            if code_status >= 500:
+                log.warning("%s %s failed: %s", request.method, request.url.path, exc)
+            return error_response(code_status, code, str(exc))
+    log.warning("%s %s failed: %s", request.method, request.url.path, exc)
+    return error_response(500, "error", str(exc))
+
+
+async def _pydantic_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ValidationError)
+    messages = [pydantic_message(e) for e in exc.errors()]
+    details = [{"loc": [str(p) for p in e["loc"]], "msg": pydantic_message(e)} for e in exc.errors()]
+    return error_response(422, "invalid_input", "; ".join(messages), details)
+
+
+async def _request_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    details = []
+    for e in exc.errors():
+        loc = [str(p) for p in e.get("loc", ())]
+        details.append({"loc": loc, "msg": e.get("msg", "invalid"), "type": e.get("type")})
+    first = details[0] if details else {"loc": [], "msg": "invalid request"}
+    where = ".".join(first["loc"][1:] if len(first["loc"]) > 1 else first["loc"]) or "request"
+    msg = first["msg"]
+    if first.get("type") == "json_invalid":
+        msg = "request body is not valid JSON"
+    return error_response(422, "invalid_request", f"{where}: {msg}", details)
+
+
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    code = _HTTP_CODES.get(exc.status_code, "http_error")
+    return error_response(exc.status_code, code, str(exc.detail), headers=getattr(exc, "headers", None))
+
+
+async def _value_error(request: Request, exc: Exception) -> JSONResponse:
+    # The service validates ids with plain ValueError (models.check_id): bad input, not a crash.
+    return error_response(422, "invalid_input", str(exc))
+
+
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    log.exception("%s %s: unexpected error", request.method, request.url.path)
+    return error_response(500, "internal_error", "internal error (see the server log)")
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(ApiError, _api_error)
+    app.add_exception_handler(GraphmemError, _graphmem_error)
+    app.add_exception_handler(ValidationError, _pydantic_error)
+    app.add_exception_handler(RequestValidationError, _request_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(ValueError, _value_error)
+    app.add_exception_handler(Exception, _unexpected)

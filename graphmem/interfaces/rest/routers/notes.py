@@ -1,0 +1,118 @@
+"""``/v1/notes``: add, list, get, update, delete notes; their links and history."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response
+
+from graphmem.errors import NoteNotFoundError
+from graphmem.interfaces.rest.deps import Auth, Given, Svc, resolve_scope
+from graphmem.interfaces.rest.schemas import (
+    AddResultOut,
+    HistoryResponse,
+    LinkCreate,
+    LinksResponse,
+    NoteCreate,
+    NoteOut,
+    NotePage,
+    NoteUpdate,
+    add_result_out,
+    note_out,
+)
+from graphmem.models import Link
+
+router = APIRouter(prefix="/v1/notes", tags=["notes"])
+
+
+@router.post(
+    "",
+    response_model=AddResultOut,
+    status_code=201,
+    responses={200: {"description": "already stored (same note_id, or same content with dedupe_content)"}},
+)
+async def add_note(body: NoteCreate, who: Auth, given: Given, svc: Svc, response: Response) -> AddResultOut:
+    """Add a memory the A-MEM way: construct the note, link it, evolve its neighbours."""
+    scope = resolve_scope(who, given, body)
+    result = await svc.add(
+        body.content,
+        scope,
+        note_id=body.note_id,
+        event_time=body.event_time,
+        category=body.category,
+        source_id=body.source_id,
+        metadata=body.metadata,
+        dedupe_content=body.dedupe_content,
+        enrich=body.enrich,
+        follows=body.follows,
+    )
+    if not result.created:
+        response.status_code = 200
+    return add_result_out(result)
+
+
+@router.get("", response_model=NotePage)
+async def list_notes(
+    who: Auth,
+    given: Given,
+    svc: Svc,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> NotePage:
+    """The scope's notes, newest first."""
+    scope = resolve_scope(who, given)
+    notes = await svc.list(scope, limit=limit, offset=offset)
+    total = await svc.count(scope)
+    nxt = offset + len(notes)
+    return NotePage(
+        notes=[note_out(n) for n in notes],
+        total=total,
+        limit=limit,
+        offset=offset,
+        next_offset=nxt if nxt < total else None,
+    )
+
+
+@router.get("/{note_id}", response_model=NoteOut)
+async def get_note(note_id: str, who: Auth, given: Given, svc: Svc) -> NoteOut:
+    """One note of the scope."""
+    return note_out(await svc.get(note_id, resolve_scope(who, given)))
+
+
+@router.put("/{note_id}", response_model=AddResultOut)
+async def replace_note(note_id: str, body: NoteUpdate, who: Auth, given: Given, svc: Svc) -> AddResultOut:
+    """Replace the content: re-enrich, re-embed, keep the previous values as a version."""
+    return add_result_out(await svc.update(note_id, resolve_scope(who, given, body), body.content))
+
+
+@router.patch("/{note_id}", response_model=AddResultOut)
+async def update_note(note_id: str, body: NoteUpdate, who: Auth, given: Given, svc: Svc) -> AddResultOut:
+    """Same as PUT: content is the only field a client may change."""
+    return add_result_out(await svc.update(note_id, resolve_scope(who, given, body), body.content))
+
+
+@router.delete("/{note_id}", status_code=204)
+async def delete_note(note_id: str, who: Auth, given: Given, svc: Svc) -> Response:
+    """Delete a note with its versions and links."""
+    if not await svc.delete(note_id, resolve_scope(who, given)):
+        raise NoteNotFoundError(note_id)
+    return Response(status_code=204)
+
+
+@router.get("/{note_id}/links", response_model=LinksResponse)
+async def note_links(note_id: str, who: Auth, given: Given, svc: Svc) -> LinksResponse:
+    """The note's typed links, both directions."""
+    return LinksResponse(links=await svc.links(note_id, resolve_scope(who, given)))
+
+
+@router.post("/{note_id}/links", response_model=Link, status_code=201)
+async def add_link(note_id: str, body: LinkCreate, who: Auth, given: Given, svc: Svc) -> Link:
+    """Link this note to another note of the scope."""
+    scope = resolve_scope(who, given, body)
+    return await svc.link(note_id, body.target_id, scope, body.type, body.reason, body.strength)
+
+
+@router.get("/{note_id}/history", response_model=HistoryResponse)
+async def note_history(note_id: str, who: Auth, given: Given, svc: Svc) -> HistoryResponse:
+    """Previous versions (evolution by later notes, updates), oldest first."""
+    return HistoryResponse(versions=await svc.history(note_id, resolve_scope(who, given)))

@@ -1,0 +1,35 @@
+"""``/v1/search`` and ``/v1/ask``."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from graphmem.interfaces.rest.deps import Auth, Given, Svc, resolve_scope
+from graphmem.interfaces.rest.schemas import (
+    AskRequest,
+    AskResultOut,
+    SearchRequest,
+    SearchResponse,
+    ask_result_out,
+    hit_out,
+)
+
+router = APIRouter(prefix="/v1", tags=["retrieval"])
+
+
+@router.post("/search", response_model=SearchResponse)
+async def search(body: SearchRequest, who: Auth, given: Given, svc: Svc) -> SearchResponse:
+    """Top-k notes of the scope; `links` and `hybrid` add linked notes (found_by: link)."""
+    scope = resolve_scope(who, given, body)
+    hits = await svc.search(body.query, scope, k=body.k, mode=body.mode, filters=body.filters)
+    return SearchResponse(hits=[hit_out(h) for h in hits])
+
+
+@router.post("/ask", response_model=AskResultOut)
+async def ask(body: AskRequest, who: Auth, given: Given, svc: Svc) -> AskResultOut:
+    """Answer a question from the scope's notes (within a token budget), with the notes used."""
+    scope = resolve_scope(who, given, body)
+    result = await svc.ask(
+        body.question, scope, k=body.k, mode=body.mode, token_budget=body.token_budget, filters=body.filters
+    )
+    return ask_result_out(result)

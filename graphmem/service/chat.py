@@ -1,0 +1,73 @@
+"""The chat model the service calls. The service never starts a process for it.
+
+It is handed in ready (``chat_model=``), or as a future the edge resolves in a worker thread while
+it starts the local model (REST and MCP lifespans: requests that need no LLM are served meanwhile),
+or, when nothing is given, built from the settings: a client for the configured endpoint (OpenAI,
+a compatible server, or the local model's port, which ``graphmem llm start`` serves).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from langchain_core.language_models import BaseChatModel
+
+from graphmem.config import Settings
+from graphmem.llm.calls import LLMCaller
+from graphmem.llm.clients import make_chat_model, structured_method
+
+# A ready model (or a ready caller, with its own retry policy), or one that is starting (None when
+# it resolves: build it from the settings).
+ChatModelSource = BaseChatModel | LLMCaller | asyncio.Future[BaseChatModel | None] | None
+
+_LOCAL_HINT = "is the local model running? Start it with `graphmem llm start` (GRAPHMEM_LOCAL_LLM_PORT)"
+
+
+class ChatModelSlot:
+    def __init__(self, settings: Settings, source: ChatModelSource = None) -> None:
+        self._settings = settings
+        self._source = source
+        self._caller: LLMCaller | None = source if isinstance(source, LLMCaller) else None
+
+    @property
+    def starting(self) -> bool:
+        return isinstance(self._source, asyncio.Future) and not self._source.done()
+
+    def status(self) -> str:
+        """ "ready", "starting" (the edge is still starting it), "failed: ..." or "on first use"."""
+        if self._caller is not None:
+            return "ready"
+        if isinstance(self._source, asyncio.Future):
+            if not self._source.done():
+                return "starting"
+            if self._source.cancelled():
+                return "failed: start cancelled"
+            exc = self._source.exception()
+            return "ready" if exc is None else f"failed: {exc}"[:300]
+        return "ready" if self._source is not None else "on first use"
+
+    async def caller(self) -> LLMCaller:
+        """The LLM caller; waits (without blocking the event loop) for a model that is starting, and
+        raises what its start raised."""
+        if self._caller is None:
+            source = self._source
+            model = await source if isinstance(source, asyncio.Future) else source
+            assert not isinstance(model, LLMCaller)  # a given caller is used as it is (see __init__)
+            if self._caller is None:  # another task may have built it while this one waited
+                self._caller = self._build(model)
+        return self._caller
+
+    def _build(self, model: BaseChatModel | None) -> LLMCaller:
+        s = self._settings
+        return LLMCaller(
+            model if model is not None else make_chat_model(s),
+            method=structured_method(s),
+            max_retries=s.llm_max_retries,
+            repair_attempts=s.llm_repair_attempts,
+            unavailable_hint=_LOCAL_HINT if model is None and s.resolved_llm_provider == "local" else "",
+        )
+
+    def cancel(self) -> None:
+        """Stop waiting for a model still starting (the start itself runs on in its thread)."""
+        if isinstance(self._source, asyncio.Future) and not self._source.done():
+            self._source.cancel()
