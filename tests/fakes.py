@@ -55,7 +55,7 @@ def step_of(messages: Sequence[BaseMessage]) -> str:
 def shown_ids(messages: Sequence[BaseMessage]) -> list[str]:
     """The neighbour ids an evolve prompt offered to the model."""
     text = str(messages[-1].content)
-    line = [l for l in text.splitlines() if l.startswith("Valid neighbour ids:")]
+    line = [x for x in text.splitlines() if x.startswith("Valid neighbour ids:")]
     return [x.strip() for x in line[0].split(":", 1)[1].split(",")] if line else []
 
 
@@ -67,7 +67,7 @@ class ScriptedChatModel(BaseChatModel):
     """
 
     responder: Any
-    calls: list[list[BaseMessage]] = []
+    calls: list[list[BaseMessage]] = []  # noqa: RUF012 -- a pydantic field: each instance gets its own list
 
     def __init__(self, responder: Responder, **kwargs: Any) -> None:
         super().__init__(responder=responder, calls=[], **kwargs)

@@ -19,7 +19,6 @@ The bench scope is deleted at the end unless ``keep``.
 from __future__ import annotations
 
 import os
-import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -28,187 +27,12 @@ from typing import Any
 
 import numpy as np
 
+from graphmem.evaluation.synthetic import sentences
 from graphmem.models import Scope, SearchMode, Usage
 from graphmem.service import AsyncMemoryService, NoteInput
 from graphmem.store import BenchQueries
 
 Report = Callable[[str], None]
-
-_NAMES = (
-    "Alice",
-    "Bruno",
-    "Chen",
-    "Dara",
-    "Elif",
-    "Farid",
-    "Greta",
-    "Hiro",
-    "Ines",
-    "Jonas",
-    "Kemal",
-    "Lena",
-    "Mateo",
-    "Nadia",
-    "Omar",
-    "Priya",
-    "Quinn",
-    "Rosa",
-    "Sven",
-    "Tariq",
-    "Uma",
-    "Vik",
-    "Wen",
-    "Xavier",
-    "Yara",
-    "Zoe",
-)
-_VERBS = (
-    "visited",
-    "painted",
-    "cooked",
-    "repaired",
-    "photographed",
-    "studied",
-    "sold",
-    "bought",
-    "planted",
-    "wrote about",
-    "lost",
-    "found",
-    "cleaned",
-    "built",
-    "borrowed",
-    "designed",
-    "played with",
-    "read about",
-    "talked about",
-    "dreamed of",
-    "organised",
-    "taught",
-    "measured",
-    "shared",
-    "forgot",
-    "ordered",
-    "visualised",
-    "recorded",
-    "translated",
-    "sketched",
-)
-_ADJS = (
-    "old",
-    "new",
-    "red",
-    "tiny",
-    "huge",
-    "wooden",
-    "broken",
-    "shiny",
-    "quiet",
-    "noisy",
-    "famous",
-    "hidden",
-    "strange",
-    "cheap",
-    "rare",
-    "green",
-    "ancient",
-    "modern",
-    "blue",
-    "heavy",
-)
-_OBJECTS = (
-    "bicycle",
-    "garden",
-    "guitar",
-    "novel",
-    "kitchen",
-    "telescope",
-    "boat",
-    "violin",
-    "tent",
-    "painting",
-    "camera",
-    "laptop",
-    "recipe",
-    "bridge",
-    "museum",
-    "lighthouse",
-    "piano",
-    "castle",
-    "market",
-    "poem",
-    "fountain",
-    "train",
-    "library",
-    "orchard",
-    "workshop",
-    "kite",
-    "festival",
-    "mountain hut",
-    "chess set",
-    "dog shelter",
-    "bakery",
-    "vineyard",
-    "sailboat",
-    "observatory",
-    "greenhouse",
-    "theatre",
-    "stadium",
-    "aquarium",
-    "farmhouse",
-    "canoe",
-)
-_PLACES = (
-    "in Lisbon",
-    "in Osaka",
-    "near the river",
-    "at the harbour",
-    "in the village",
-    "downtown",
-    "at school",
-    "in the park",
-    "by the lake",
-    "in Berlin",
-    "in Nairobi",
-    "in Lima",
-    "at the office",
-    "in the mountains",
-    "on the island",
-    "in Montreal",
-    "at the beach",
-    "in Krakow",
-    "in the desert",
-    "at grandma's house",
-)
-_TIMES = (
-    "yesterday",
-    "last week",
-    "in spring",
-    "on Sunday",
-    "this morning",
-    "two years ago",
-    "during the holidays",
-    "after work",
-    "last summer",
-    "at night",
-    "in 2021",
-    "in 2019",
-    "on her birthday",
-    "before the exam",
-    "last winter",
-)
-
-
-def sentence(rng: random.Random) -> str:
-    return (
-        f"{rng.choice(_NAMES)} {rng.choice(_VERBS)} the {rng.choice(_ADJS)} {rng.choice(_OBJECTS)} "
-        f"{rng.choice(_PLACES)} {rng.choice(_TIMES)}."
-    )
-
-
-def sentences(seed: int, start: int, count: int) -> list[str]:
-    """Sentences start..start+count of an endless deterministic stream (each index seeds its own RNG)."""
-    return [sentence(random.Random(seed * 1_000_003 + i)) for i in range(start, start + count)]
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:

@@ -15,7 +15,6 @@ lifecycle and the public methods; each step lives in its own module.
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -52,7 +51,7 @@ from graphmem.models import (
     validate_content,
 )
 from graphmem.ports import HistoryStore, NoteStore
-from graphmem.service import construct, evolve, retrieve, transfer
+from graphmem.service import bulk, construct, evolve, retrieve, transfer
 from graphmem.service.chat import ChatModelSlot, ChatModelSource
 from graphmem.service.context import build_context
 from graphmem.service.stats import RetrievalStats
@@ -336,77 +335,9 @@ class AsyncMemoryService:
         any item is invalid. ``usage`` (optional) collects the seconds spent embedding and writing;
         the two overlap, so they add up to more than the wall time.
         """
-        notes: builtins.list[Note] = []
-        for i, item in enumerate(items):
-            try:
-                notes.append(
-                    construct.new_note(
-                        item.content,
-                        scope,
-                        max_chars=self.settings.max_content_chars,
-                        note_id=item.note_id,
-                        event_time=item.event_time,
-                        category=item.category,
-                        source_id=item.source_id,
-                        metadata=item.metadata,
-                        keywords=item.keywords,
-                        tags=item.tags,
-                        context=item.context,
-                        enrichment=EnrichmentStatus.RAW,
-                    )
-                )
-            except (InvalidInputError, ValidationError, ValueError) as exc:
-                raise InvalidInputError(f"item {i}: {exc}") from None
-        pairs = await self._follows_pairs(items, notes, scope)
-        variant = self.settings.embed_text_variant
-        chunks = [notes[start : start + batch_size] for start in range(0, len(notes), batch_size)]
-
-        def embed(chunk: Sequence[Note]) -> asyncio.Future[builtins.list[list[float]]]:
-            return asyncio.ensure_future(self._embed([self._embed_text(n) for n in chunk], usage))
-
-        done = 0
-        # Embed chunk i+1 (a worker thread; onnxruntime releases the GIL) while chunk i is written:
-        # the two overlap instead of taking turns.
-        next_vectors = embed(chunks[0]) if chunks else None
-        try:
-            for i, chunk in enumerate(chunks):
-                assert next_vectors is not None
-                vectors = await next_vectors
-                next_vectors = embed(chunks[i + 1]) if i + 1 < len(chunks) else None
-                t0 = time.perf_counter()
-                await self.store.add_many(chunk, vectors, variant)
-                if usage is not None:
-                    usage.store_seconds += time.perf_counter() - t0
-                done += len(chunk)
-                if progress is not None:
-                    progress(done, len(notes))
-        finally:
-            if next_vectors is not None and not next_vectors.done():
-                next_vectors.cancel()
-        if pairs:  # after all notes, so a turn may follow one later in the batch; MERGE: a rerun repairs
-            await self.store.add_follows(pairs, scope)
-        return [n.id for n in notes]
-
-    async def _follows_pairs(
-        self, items: Sequence[NoteInput], notes: Sequence[Note], scope: Scope
-    ) -> builtins.list[tuple[str, str]]:
-        """(note, previous turn) pairs of a bulk import; every previous turn must be in the batch or the scope."""
-        in_batch = {n.id for n in notes}
-        pairs: builtins.list[tuple[str, str]] = []
-        for i, (item, note) in enumerate(zip(items, notes, strict=True)):
-            if item.follows is None:
-                continue
-            try:
-                check_id(item.follows, "follows")
-            except InvalidInputError as exc:
-                raise InvalidInputError(f"item {i}: {exc}") from None
-            if item.follows == note.id:
-                raise InvalidInputError(f"item {i}: a note cannot follow itself")
-            pairs.append((note.id, item.follows))
-        for target in sorted({t for _, t in pairs} - in_batch):
-            if await self.store.get(target, scope) is None:
-                raise NoteNotFoundError(target)
-        return pairs
+        return await bulk.add_many(
+            self.store, self._embed, self.settings, items, scope, batch_size=batch_size, progress=progress, usage=usage
+        )
 
     async def update(self, note_id: str, scope: Scope, content: str) -> AddResult:
         """New content: re-enrich, re-embed, keep the previous values as a version."""

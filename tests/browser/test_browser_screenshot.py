@@ -58,8 +58,8 @@ def responder(messages: list[BaseMessage]) -> AIMessage:
 
 def browse_query(name: str) -> str:
     """A saved query as one line for the Browser editor (comment lines dropped)."""
-    lines = [l for l in (BROWSE / f"{name}.cypher").read_text().splitlines() if not l.lstrip().startswith("//")]
-    return " ".join(l.strip() for l in lines if l.strip())
+    lines = [x for x in (BROWSE / f"{name}.cypher").read_text().splitlines() if not x.lstrip().startswith("//")]
+    return " ".join(x.strip() for x in lines if x.strip())
 
 
 def grass_one_line() -> str:

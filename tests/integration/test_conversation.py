@@ -25,7 +25,7 @@ async def test_add_with_follows_links_turn_to_previous_turn(make_service: Any, s
     svc, _ = await make_service(enable_enrichment=False)
     first = await svc.add(TURNS[0][0], scope, event_time=TURNS[0][1])
     second = await svc.add(TURNS[1][0], scope, event_time=TURNS[1][1], follows=first.note.id)
-    assert [(l.type, l.target_id) for l in second.links] == [(LinkType.FOLLOWS, first.note.id)]
+    assert [(x.type, x.target_id) for x in second.links] == [(LinkType.FOLLOWS, first.note.id)]
     rows = graph.q(
         "MATCH (a:Note {id: $a})-[r:FOLLOWS]->(b:Note {id: $b}) RETURN r.reason AS reason, r.strength AS strength, "
         "r.user_id AS user_id, r.caused_by AS caused_by",
@@ -102,7 +102,7 @@ async def test_search_brings_the_turns_around_a_hit_and_ask_writes_them_dated(ma
     lines = block.splitlines()
     assert lines[0] == "[1:56 pm on 8 May, 2023]"  # one header per date, then the turns in time order
     assert lines.count("[1:56 pm on 8 May, 2023]") == 1
-    assert [l for l in lines if l.startswith("- ")] == [f"- {TURNS[i][0]}" for i in range(3) if f"t{i}" in found]
+    assert [x for x in lines if x.startswith("- ")] == [f"- {TURNS[i][0]}" for i in range(3) if f"t{i}" in found]
     assert res.answer == "salmon" and {h.note.id for h in res.notes} == set(found)
 
 

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 
 def cosine(a: list[float], b: list[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b))
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
     return dot / (math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b)))
 
 
@@ -78,7 +78,7 @@ async def test_links_and_evolution_land_in_one_add(make_service: Any, scope: Sco
     evolved = first.note.model_copy(update={"context": neighbour["context"], "tags": neighbour["tags"]})
     assert cosine(new_embedding, await svc.embedder.aembed_query(embed_text(evolved, "full"))) > 0.9999
     assert [c.note_id for c in second.evolved] == [first.note.id]
-    assert [l.type for l in second.links] == [LinkType.SUPPORTS]
+    assert [x.type for x in second.links] == [LinkType.SUPPORTS]
     history = await svc.history(first.note.id, scope)
     assert [h.version for h in history] == [1]
 
@@ -93,7 +93,7 @@ async def test_hallucinated_id_and_unknown_type_are_rejected(make_service: Any, 
     rels = graph.q("MATCH (n:Note {user_id: $u})-[r]-() RETURN DISTINCT type(r) AS t", u=scope.user_id)
     assert {r["t"] for r in rels} == {"SUPPORTS"}
     assert graph.q("MATCH (n:Note {id: 'invented-id-0000'}) RETURN n") == []
-    assert a.note.id in {l.target_id for l in b.links}
+    assert a.note.id in {x.target_id for x in b.links}
 
 
 async def test_ids_echoed_with_the_prompt_label_are_matched_exactly(make_service: Any, scope: Scope) -> None:
@@ -118,7 +118,7 @@ async def test_ids_echoed_with_the_prompt_label_are_matched_exactly(make_service
     svc, _ = await make_service(respond)
     a = await svc.add("Jon lost his job as a banker.", scope)
     b = await svc.add("Jon opened a dance studio after losing his banking job.", scope)
-    assert [(l.type.value, l.target_id) for l in b.links] == [("SUPPORTS", a.note.id)]
+    assert [(x.type.value, x.target_id) for x in b.links] == [("SUPPORTS", a.note.id)]
     assert len(b.rejected) == 1 and f"{a.note.id}x" in b.rejected[0]
 
 

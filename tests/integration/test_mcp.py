@@ -51,7 +51,7 @@ async def test_tools_in_process(mode: str, scope: Scope, other: Scope, make_serv
         second = await client.call_tool(
             "add", {"content": "Melanie's pottery studio sells bowls.", "event_time": "2023-05-08"}
         )
-        assert [l["target_id"] for l in second.structured_content["links"]] == [note["id"]]
+        assert [x["target_id"] for x in second.structured_content["links"]] == [note["id"]]
         assert second.structured_content["evolved"] == [note["id"]]
 
         found = await client.call_tool("search", {"query": "pottery", "k": 2, "mode": "hybrid"})

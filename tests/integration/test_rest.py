@@ -103,7 +103,7 @@ async def test_notes_crud_links_history(api: Any, scope: Scope) -> None:
     )
     assert second.status_code == 201
     second_id = second.json()["note"]["id"]
-    assert [(l["target_id"], l["type"]) for l in second.json()["links"]] == [("pottery-1", "SUPPORTS")]
+    assert [(x["target_id"], x["type"]) for x in second.json()["links"]] == [("pottery-1", "SUPPORTS")]
 
     r = await client.get("/v1/notes/pottery-1")
     assert r.status_code == 200 and r.json()["context"] == "Updated context after a related note."
@@ -116,7 +116,7 @@ async def test_notes_crud_links_history(api: Any, scope: Scope) -> None:
     assert {page["notes"][0]["id"], page2["notes"][0]["id"]} == {"pottery-1", second_id}
 
     links = (await client.get(f"/v1/notes/{second_id}/links")).json()["links"]
-    assert [(l["source_id"], l["target_id"], l["type"]) for l in links] == [(second_id, "pottery-1", "SUPPORTS")]
+    assert [(x["source_id"], x["target_id"], x["type"]) for x in links] == [(second_id, "pottery-1", "SUPPORTS")]
     made = await client.post(
         f"/v1/notes/{second_id}/links", json={"target_id": "pottery-1", "type": "ELABORATES", "reason": "detail"}
     )
@@ -146,7 +146,7 @@ async def test_conversation_turn_follows_the_previous_one(api: Any, scope: Scope
     assert first.status_code == 201, first.text
     turn = await client.post("/v1/notes", json={"content": "Its name is Pixel.", "follows": "turn-1"})
     assert turn.status_code == 201, turn.text
-    assert ("turn-1", "FOLLOWS") in [(l["target_id"], l["type"]) for l in turn.json()["links"]]
+    assert ("turn-1", "FOLLOWS") in [(x["target_id"], x["type"]) for x in turn.json()["links"]]
     before = (await client.get("/v1/notes")).json()["total"]
     lost = await client.post("/v1/notes", json={"content": "x", "follows": "no-such-turn"})
     assert lost.status_code == 404 and "no-such-turn" in lost.json()["error"]["message"]

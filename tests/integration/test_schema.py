@@ -45,7 +45,7 @@ async def test_bootstrap_creates_everything_and_is_idempotent(settings: Settings
 async def test_other_dimensions_fail_clearly(settings: Settings) -> None:
     store = Neo4jNoteStore.from_settings(settings)
     try:
-        with pytest.raises(SchemaMismatchError, match="384 dimensions.*produces 768"):
+        with pytest.raises(SchemaMismatchError, match=r"384 dimensions.*produces 768"):
             await bootstrap_schema(store, 768)
     finally:
         await store.close()

@@ -163,7 +163,7 @@ def test_add_stores_exactly_or_refuses(
     enrich: bool,
 ) -> None:
     """One field bad (the others valid), or every field random."""
-    svc, scope, other = sync_svc
+    svc, scope, _ = sync_svc
     kwargs: dict[str, Any] = {
         "content": content,
         "note_id": note_id,
@@ -269,7 +269,7 @@ def test_minilm_embeds_every_accepted_text(settings: Settings) -> None:
     from graphmem.service.text import validate_content
 
     accepted = []
-    for text in [*NASTY, "\u200b\u200b", "\u0301" * 50, "ﷺ" * 200, "𝔘𝔫𝔦𝔠𝔬𝔡𝔢", "\U0010fffd", "x" * 8000]:
+    for text in [*NASTY, "\u200b\u200b", "\u0301" * 50, "ﷺ" * 200, "𝔘𝔫𝔦𝔠𝔬𝔡𝔢", "\U0010fffd", "x" * 8000]:  # noqa: RUF001
         try:
             accepted.append(validate_content(text, settings.max_content_chars))
         except InvalidInputError:
@@ -291,7 +291,7 @@ def test_link_reasons_and_types_are_validated(sync_svc: Any) -> None:
             svc.link(a, b, scope, bad_type, reason="x")  # type: ignore[arg-type]
     assert svc.links(a, scope) == []
     made = svc.link(a, b, scope, "SUPPORTS", reason="  MATCH (n) DETACH DELETE n  ")
-    assert made.reason == "MATCH (n) DETACH DELETE n" and [l.target_id for l in svc.links(a, scope)] == [b]
+    assert made.reason == "MATCH (n) DETACH DELETE n" and [x.target_id for x in svc.links(a, scope)] == [b]
 
 
 def test_ids_of_other_scopes_are_refused_not_revealed(sync_svc: Any) -> None:
@@ -373,7 +373,7 @@ def test_cli_bad_args_exit_2_with_a_message(case: str, args: list[str], expected
     assert code == 2, (code, text[-800:])
     assert expected in " ".join(text.split()), text[-800:]
     if "error:" in err:  # graphmem's own errors: one line, the message itself
-        assert len([l for l in err.splitlines() if l.strip()]) == 1, err
+        assert len([x for x in err.splitlines() if x.strip()]) == 1, err
 
 
 def test_cli_bad_import_files(tmp_path: Path) -> None:

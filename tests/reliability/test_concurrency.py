@@ -110,10 +110,10 @@ async def test_concurrent_writers_lose_nothing(
         **sp,
     )
     want = list(sp.values())
-    assert all(l["sa"] == want and l["sb"] == want and l["sr"] == want for l in links)
-    assert all(l["a"] in acked and l["b"] in acked for l in links)
-    acked_links = {(l.source_id, l.target_id, l.type.value) for r in acked.values() for l in r.links}
-    assert {(l["a"], l["b"], l["t"]) for l in links} == acked_links
+    assert all(x["sa"] == want and x["sb"] == want and x["sr"] == want for x in links)
+    assert all(x["a"] in acked and x["b"] in acked for x in links)
+    acked_links = {(x.source_id, x.target_id, x.type.value) for r in acked.values() for x in r.links}
+    assert {(x["a"], x["b"], x["t"]) for x in links} == acked_links
 
     # 3. no neighbour update lost: one NoteVersion per acknowledged evolution, versions 1..v-1
     evolutions = [

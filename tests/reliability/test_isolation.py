@@ -161,7 +161,7 @@ OPS = [
     ops=st.lists(
         st.tuples(
             st.sampled_from(OPS),
-            st.sampled_from(TEXTS + ["vault code", "Alice", "x"]),
+            st.sampled_from([*TEXTS, "vault code", "Alice", "x"]),
             st.sampled_from(["vector", "links", "hybrid"]),
             st.integers(1, 20),
             st.integers(0, 10**6),
@@ -187,7 +187,7 @@ def test_no_operation_on_a_scope_reaches_another(
             assert all(h.note.scope == w.a for h in res.notes)
         elif op == "add":
             res = svc.add(f"{text} (added {n})", w.a)
-            assert all(l.target_id not in w.other_ids for l in res.links)
+            assert all(x.target_id not in w.other_ids for x in res.links)
             assert all(c.note_id not in w.other_ids for c in res.evolved)
         elif op == "update":
             res = svc.update(w.a_ids[n % len(w.a_ids)], w.a, f"{text} (updated {n})")
@@ -198,7 +198,7 @@ def test_no_operation_on_a_scope_reaches_another(
             records = svc.export_notes(w.a)
             ids = {r["id"] for r in records}
             assert not ids & set(w.other_ids)
-            assert all(l["target_id"] in ids for r in records for l in r["links"])
+            assert all(x["target_id"] in ids for r in records for x in r["links"])
         elif op == "link_other":
             with pytest.raises(NoteNotFoundError):
                 svc.link(w.a_ids[0], other_id, w.a)
@@ -225,7 +225,7 @@ def test_no_operation_on_a_scope_reaches_another(
 
 def test_isolation_record(world: Any, neo4j_driver: Any, settings: Settings) -> None:
     """After the property runs: A's links all stay in A (and the numbers for the report)."""
-    svc, w, _ = world
+    _, w, _ = world
     rows, _, _ = neo4j_driver.execute_query(
         f"MATCH (a:Note)-[r:{_LINK_TYPES}]-(b:Note) WHERE a.user_id STARTS WITH $u "
         "RETURN count(r) AS n, sum(CASE WHEN [a.user_id, a.agent_id, a.run_id] <> [b.user_id, b.agent_id, b.run_id] "

@@ -306,7 +306,7 @@ async def test_injected_or_invented_proposals_never_cross_a_scope(
     )
     result = await svc2.add(attack, user_scope)
     assert result.created
-    assert [(l.target_id, l.type.value) for l in result.links] == [
+    assert [(x.target_id, x.type.value) for x in result.links] == [
         (real_shown(_evolve_calls(model)[-1])[0], "SAME_TOPIC")
     ]
     assert result.evolved == []

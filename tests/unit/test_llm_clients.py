@@ -343,7 +343,9 @@ def test_refuses_a_server_with_another_model(tmp_path: Path, fake_http: tuple[in
     routes["/openapi.json"] = LLAMA_OPENAPI
     routes["/v1/models"] = {"object": "list", "data": [{"id": "qwen2.5-coder-1.5b-instruct-q4_k_m"}]}
     llm = LocalLLM(make(tmp_path, local_model="qwen2.5-coder-0.5b", local_llm_port=port))
-    with pytest.raises(LocalServiceError, match="serving qwen2.5-coder-1.5b-instruct-q4_k_m, not qwen2.5-coder-0.5b"):
+    with pytest.raises(
+        LocalServiceError, match=r"serving qwen2\.5-coder-1\.5b-instruct-q4_k_m, not qwen2\.5-coder-0\.5b"
+    ):
         llm.ensure_running()
 
 
