@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from neo4j import AsyncGraphDatabase
 from pydantic import SecretStr
@@ -291,3 +294,33 @@ async def test_openapi_schema(api: Any) -> None:
     assert set(schema["components"]["securitySchemes"]) == {"APIKeyHeader", "HTTPBearer"}
     assert "embedding" not in schema["components"]["schemas"]["NoteOut"]["properties"]
     assert set(schema["paths"]["/v1/notes/{note_id}"]) == {"get", "put", "patch", "delete"}
+
+
+async def test_health_answers_while_the_local_model_starts(settings: Any, scope: Scope) -> None:
+    """The app starts the model in a worker thread: /health and LLM-free routes answer meanwhile, and
+    a request that needs the model waits for it instead of freezing the event loop."""
+    started, release = threading.Event(), threading.Event()
+
+    def slow_start(_: Any) -> BaseChatModel:  # a local model still loading, until released
+        started.set()
+        release.wait(60)
+        return ScriptedChatModel(amem_responder())
+
+    app = create_app(settings.model_copy(update={"auth_disabled": True}), chat_model_start=slow_start)
+    try:
+        async with app.router.lifespan_context(app), client_for(app, **{"X-User-Id": scope.user_id}) as client:
+            assert await asyncio.to_thread(started.wait, 30)
+            health = await client.get("/health")
+            assert health.status_code == 200 and health.json()["llm"] == "starting"
+            raw = await client.post("/v1/notes", json={"content": "Ana tunes her violin.", "enrich": False})
+            assert raw.status_code == 201  # no LLM needed: served while the model starts
+            enriched = asyncio.create_task(client.post("/v1/notes", json={"content": "Ana's violin is old."}))
+            await asyncio.sleep(0.3)
+            assert not enriched.done()  # waits for the model...
+            assert (await client.get("/health")).status_code == 200  # ...without blocking the loop
+            release.set()
+            answer = await enriched
+            assert answer.status_code == 201 and answer.json()["note"]["enrichment"] == "done"
+            assert (await client.get("/health")).json()["llm"] == "ready"
+    finally:
+        release.set()

@@ -1,0 +1,224 @@
+"""The store enforces scopes by itself: with the service's checks bypassed, no write crosses a scope.
+And every query that returns notes projects the same keys (one note projection)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from langchain_core.embeddings import Embeddings
+
+from graphmem.config import Settings
+from graphmem.models import AddWrite, EnrichmentStatus, Link, LinkType, NeighbourUpdate, Note, NoteInput, Scope
+from graphmem.queries import cypher_dir
+from graphmem.store.neo4j_store import Neo4jNoteStore
+from graphmem.store.records import NOTE_KEYS
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def two_scopes(
+    settings: Settings, scope: Scope, make_service: Any
+) -> AsyncIterator[tuple[Neo4jNoteStore, dict[str, str], Scope]]:
+    """The store, and notes a1, a2 in `scope` and b1 in another scope of the same user."""
+    svc, _ = await make_service(enable_enrichment=False)
+    other = Scope(user_id=scope.user_id, agent_id="other")
+    p = scope.user_id
+    await svc.add_many(
+        [
+            NoteInput(content="Ana plays the violin.", note_id=f"{p}-a1"),
+            NoteInput(content="Ana's violin is old.", note_id=f"{p}-a2"),
+        ],
+        scope,
+    )
+    await svc.add_many([NoteInput(content="Bo plays the cello.", note_id=f"{p}-b1")], other)
+    store = Neo4jNoteStore.from_settings(settings)
+    try:
+        yield store, {"a1": f"{p}-a1", "a2": f"{p}-a2", "b1": f"{p}-b1"}, other
+    finally:
+        await store.run_write("admin/delete_scope", **other.params())
+        await store.close()
+
+
+def relationships(graph: Any, a: str, b: str) -> int:
+    return int(graph.q("MATCH (x:Note {id: $a})-[r]-(y:Note {id: $b}) RETURN count(r) AS n", a=a, b=b)[0]["n"])
+
+
+async def test_a_link_to_another_scopes_note_is_refused_by_the_store(two_scopes: Any, scope: Scope, graph: Any) -> None:
+    store, ids, other = two_scopes
+    out = await store.create_links(
+        ids["a1"], scope, [Link(source_id=ids["a1"], target_id=ids["b1"], type=LinkType.SUPPORTS)], caused_by=ids["a1"]
+    )
+    assert out == []
+    back = await store.create_links(
+        ids["b1"], scope, [Link(source_id=ids["b1"], target_id=ids["a1"], type=LinkType.SUPPORTS)], caused_by=ids["b1"]
+    )
+    assert back == []
+    named_by_target = await store.create_links(
+        ids["b1"], other, [Link(source_id=ids["b1"], target_id=ids["a1"], type=LinkType.SUPPORTS)], caused_by=ids["b1"]
+    )
+    assert named_by_target == []
+    assert relationships(graph, ids["a1"], ids["b1"]) == 0
+    inside = await store.create_links(
+        ids["a1"], scope, [Link(source_id=ids["a1"], target_id=ids["a2"], type=LinkType.SUPPORTS)], caused_by=ids["a1"]
+    )
+    assert [(x.target_id, x.type) for x in inside] == [(ids["a2"], LinkType.SUPPORTS)]  # the same call works in scope
+
+
+async def test_an_add_writes_no_link_or_evolution_into_another_scope(
+    two_scopes: Any, scope: Scope, graph: Any, embedder: Embeddings
+) -> None:
+    store, ids, other = two_scopes
+    vec = await embedder.aembed_query("Ana tunes the violin.")
+    note = Note(id=f"{scope.user_id}-a3", content="Ana tunes the violin.", scope=scope)
+    outcome = await store.add(
+        AddWrite(
+            note=note,
+            embedding=vec,
+            links=[
+                Link(source_id=note.id, target_id=ids["b1"], type=LinkType.RELATED_TO),
+                Link(source_id=note.id, target_id=ids["a1"], type=LinkType.ELABORATES),
+            ],
+            updates=[NeighbourUpdate(note_id=ids["b1"], context="hijacked", tags=["x"], keywords=["x"], embedding=vec)],
+        )
+    )
+    assert outcome.created and [x.target_id for x in outcome.links] == [ids["a1"]] and outcome.versions == {}
+    b1 = await store.get(ids["b1"], other)
+    assert b1 is not None and b1.context == "" and b1.version == 1 and await store.history(ids["b1"], other) == []
+    assert relationships(graph, note.id, ids["b1"]) == 0
+
+
+async def test_follows_pairs_across_scopes_write_nothing(two_scopes: Any, scope: Scope, graph: Any) -> None:
+    store, ids, _ = two_scopes
+    assert await store.add_follows([(ids["a1"], ids["b1"]), (ids["b1"], ids["a1"])], scope) == 0
+    assert relationships(graph, ids["a1"], ids["b1"]) == 0
+
+
+async def test_reads_and_changes_need_the_notes_own_scope(two_scopes: Any, scope: Scope, embedder: Embeddings) -> None:
+    store, ids, other = two_scopes
+    b1 = ids["b1"]
+    assert (
+        await store.get(b1, scope) is None
+        and await store.links(b1, scope) == []
+        and await store.history(b1, scope) == []
+    )
+    vec = await embedder.aembed_query("x")
+    assert (
+        await store.revise(
+            b1,
+            scope,
+            content="x",
+            context="",
+            tags=[],
+            keywords=[],
+            enrichment=EnrichmentStatus.RAW,
+            embedding=vec,
+            changed_by="test",
+        )
+        is None
+    )
+    assert await store.delete(b1, scope) is False
+    assert await store.expand_links([b1], scope, 3, exclude_ids=[]) == []
+    await store.touch({b1: 5}, scope)
+    kept = await store.get(b1, other)
+    assert kept is not None and kept.content == "Bo plays the cello." and kept.retrieval_count == 0
+
+
+async def test_import_does_not_link_into_another_scope(
+    two_scopes: Any, scope: Scope, make_service: Any, graph: Any
+) -> None:
+    """An export record may name any target id; the import writes only links inside the scope."""
+    _, ids, _ = two_scopes
+    svc, _ = await make_service(enable_enrichment=False)
+    record = {
+        "id": f"{scope.user_id}-imp",
+        "content": "Ana's violin came from her grandfather.",
+        "links": [
+            {"target_id": ids["b1"], "type": "SUPPORTS", "reason": "smuggled"},
+            {"target_id": ids["a2"], "type": "ELABORATES", "reason": "same violin"},
+        ],
+    }
+    assert await svc.import_notes([record], scope) == 1
+    exported = {r["id"]: r for r in await svc.export_notes(scope)}
+    assert [x["target_id"] for x in exported[record["id"]]["links"]] == [ids["a2"]]
+    assert relationships(graph, record["id"], ids["b1"]) == 0
+
+
+# --- one note projection -------------------------------------------------------------------------
+
+
+def note_returning_queries() -> set[str]:
+    """Query files that return note maps (their projection names metadata_json after a RETURN)."""
+    names = set()
+    for path in cypher_dir().rglob("*.cypher"):
+        if "browse" in path.parts:
+            continue
+        body = re.sub(r"//[^\n]*", "", path.read_text(encoding="utf-8"))
+        first_return = body.find("RETURN")
+        if first_return >= 0 and "metadata_json" in body[first_return:]:
+            names.add(str(path.relative_to(cypher_dir()).with_suffix("")))
+    return names
+
+
+async def test_every_note_query_projects_the_same_keys(
+    make_service: Any, scope: Scope, settings: Settings, embedder: Embeddings
+) -> None:
+    svc, _ = await make_service(enable_enrichment=False)
+    p = scope.user_id
+    await svc.add_many(
+        [
+            NoteInput(content="Ana plays the violin.", note_id=f"{p}-v1"),
+            NoteInput(content="Ana's violin is old.", note_id=f"{p}-v2", follows=f"{p}-v1"),
+        ],
+        scope,
+    )
+    vec = await embedder.aembed_query("violin")
+    search = {
+        "embedding": vec,
+        "k": 5,
+        **scope.params(),
+        "exclude_ids": [],
+        "tags_any": None,
+        "category": None,
+        "since": None,
+        "until": None,
+    }
+    store = Neo4jNoteStore.from_settings(settings)
+    projections: dict[str, list[dict[str, Any]]] = {}
+    try:
+        run = store.run
+        projections["notes/get"] = [r["note"] for r in await run("notes/get", id=f"{p}-v1", **scope.params())]
+        projections["notes/get_with_embedding"] = [
+            r["note"] for r in await run("notes/get_with_embedding", id=f"{p}-v1", **scope.params())
+        ]
+        projections["notes/list"] = [r["note"] for r in await run("notes/list", **scope.params(), skip=0, limit=10)]
+        projections["notes/export"] = [r["note"] for r in await run("notes/export", **scope.params(), skip=0, limit=10)]
+        projections["search/vector"] = [
+            h["note"] for h in (await run("search/vector", fetch_k=50, **search))[0]["hits"]
+        ]
+        projections["search/vector_exact"] = [r["note"] for r in await run("search/vector_exact", **search)]
+        rows = await run("search/vector_links", fetch_k=50, per_hit=3, **{**search, "k": 1})  # one hit, one hop
+        projections["search/vector_links"] = [h["note"] for h in rows[0]["hits"]] + [
+            x["note"] for x in rows[0]["linked"]
+        ]
+        assert rows[0]["linked"], "the FOLLOWS link gives one hop to project"
+        text = {k: v for k, v in search.items() if k not in ("embedding", "exclude_ids")}
+        projections["search/fulltext"] = [
+            h["note"] for h in (await run("search/fulltext", lucene="violin", fetch_k=50, **text))[0]["hits"]
+        ]
+        projections["search/expand_links"] = [
+            r["note"]
+            for r in await run("search/expand_links", ids=[f"{p}-v1"], **scope.params(), per_hit=3, exclude_ids=[])
+        ]
+    finally:
+        await store.close()
+    assert set(projections) == note_returning_queries()
+    for name, notes in projections.items():
+        assert notes, name
+        want = NOTE_KEYS | ({"embedding"} if name in ("notes/get_with_embedding", "notes/export") else set())
+        for note in notes:
+            assert set(note) == want, (name, sorted(set(note) ^ want))
