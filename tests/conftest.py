@@ -11,6 +11,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from neo4j import Driver, GraphDatabase  # tests may import neo4j directly
@@ -64,3 +65,24 @@ def scope(neo4j_driver: Driver, settings: Settings) -> Iterator[Scope]:
     yield sc
     query = queries.load("admin/delete_scope")
     neo4j_driver.execute_query(query.text, query.bind(**sc.params()), database_=settings.neo4j_database)
+
+
+class Graph:
+    """Direct Cypher for assertions: tests check what actually landed in Neo4j."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.driver = GraphDatabase.driver(
+            settings.neo4j_uri, auth=settings.neo4j_auth, notifications_min_severity="OFF"
+        )
+        self.database = settings.neo4j_database
+
+    def q(self, cypher: str, **params: Any) -> list[dict[str, Any]]:
+        records, _, _ = self.driver.execute_query(cypher, params, database_=self.database)
+        return [r.data() for r in records]
+
+
+@pytest.fixture(scope="session")
+def graph(settings: Settings) -> Iterator[Graph]:
+    g = Graph(settings)
+    yield g
+    g.driver.close()

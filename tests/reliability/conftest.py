@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -101,26 +101,3 @@ async def make_service(settings: Settings) -> AsyncIterator[Callable[..., Any]]:
     yield factory
     for svc in made:
         await svc.close()
-
-
-class Graph:
-    """Direct Cypher for assertions: what actually landed in Neo4j."""
-
-    def __init__(self, settings: Settings) -> None:
-        from neo4j import GraphDatabase
-
-        self.driver = GraphDatabase.driver(
-            settings.neo4j_uri, auth=settings.neo4j_auth, notifications_min_severity="OFF"
-        )
-        self.database = settings.neo4j_database
-
-    def q(self, cypher: str, **params: Any) -> list[dict[str, Any]]:
-        records, _, _ = self.driver.execute_query(cypher, params, database_=self.database)
-        return [r.data() for r in records]
-
-
-@pytest.fixture(scope="session")
-def graph(settings: Settings) -> Iterator[Graph]:
-    g = Graph(settings)
-    yield g
-    g.driver.close()
