@@ -18,7 +18,8 @@ from graphmem.errors import ConfigError
 from graphmem.models import SearchMode
 
 LocalModel = Literal["qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b"]
-StructuredMethod = Literal["auto", "json_schema", "function_calling", "json_mode"]
+ResolvedMethod = Literal["json_schema", "function_calling", "json_mode"]  # how structured output is asked for
+StructuredMethod = Literal["auto", ResolvedMethod]
 EmbedTextVariant = Literal["full", "content", "amem"]
 
 

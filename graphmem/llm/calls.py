@@ -13,7 +13,7 @@ import logging
 import re
 import time
 from collections.abc import Sequence
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import httpx
 import openai
@@ -28,6 +28,7 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
+from graphmem.config import ResolvedMethod
 from graphmem.errors import LLMError
 from graphmem.llm.outputs import strip_unsafe
 from graphmem.llm.prompts import repair_message
@@ -36,7 +37,6 @@ from graphmem.models import Usage
 log = logging.getLogger(__name__)
 
 T = TypeVar("T", bound=BaseModel)
-Method = Literal["json_schema", "function_calling", "json_mode"]
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
@@ -114,7 +114,7 @@ class LLMCaller:
         self,
         model: BaseChatModel,
         *,
-        method: Method = "function_calling",
+        method: ResolvedMethod = "function_calling",
         max_retries: int = 3,
         repair_attempts: int = 1,
         max_wait: float = 30.0,

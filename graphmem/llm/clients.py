@@ -13,17 +13,16 @@ from the response's ``usage_metadata``.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
-from graphmem.config import Settings
+from graphmem.config import ResolvedMethod, Settings
 
 LOCAL_HOST = "127.0.0.1"  # the local model listens on loopback only
 
-ResolvedMethod = Literal["json_schema", "function_calling", "json_mode"]
 
 # The OpenAI client refuses to start without a key; local servers ignore it.
 _NO_KEY = SecretStr("not-needed")

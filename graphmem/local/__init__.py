@@ -9,6 +9,7 @@ up to minutes, so async code calls ``start_chat_model``, which runs it in a work
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -18,6 +19,8 @@ if TYPE_CHECKING:
     from graphmem.config import Settings
 
 ChatModelStart = Callable[["Settings"], "BaseChatModel | None"]
+
+log = logging.getLogger(__name__)
 
 
 def chat_model(settings: Settings) -> BaseChatModel | None:
@@ -34,8 +37,16 @@ def chat_model(settings: Settings) -> BaseChatModel | None:
 
 def start_chat_model(settings: Settings, start: ChatModelStart = chat_model) -> asyncio.Future[BaseChatModel | None]:
     """``start(settings)`` in a worker thread: the event loop keeps serving while the model starts.
-    Pass the future as ``AsyncMemoryService.create(chat_model=...)``."""
-    return asyncio.ensure_future(asyncio.to_thread(start, settings))
+    Pass the future as ``AsyncMemoryService.create(chat_model=...)``; a failed start is logged at
+    once and raised to each call that needs the model."""
+    future = asyncio.ensure_future(asyncio.to_thread(start, settings))
+    future.add_done_callback(_log_failure)
+    return future
+
+
+def _log_failure(future: asyncio.Future[BaseChatModel | None]) -> None:
+    if not future.cancelled() and (exc := future.exception()) is not None:
+        log.warning("the local LLM did not start: %s", exc)
 
 
 __all__ = ["ChatModelStart", "chat_model", "start_chat_model"]

@@ -15,7 +15,7 @@ from langchain_core.messages import BaseMessage
 from neo4j import AsyncGraphDatabase
 from pydantic import SecretStr
 
-from graphmem.errors import ConfigError
+from graphmem.errors import ConfigError, LocalServiceError
 from graphmem.interfaces.rest import create_app, parse_api_keys
 from graphmem.models import Scope
 from graphmem.service.memory import AsyncMemoryService
@@ -324,3 +324,18 @@ async def test_health_answers_while_the_local_model_starts(settings: Any, scope:
             assert (await client.get("/health")).json()["llm"] == "ready"
     finally:
         release.set()
+
+
+async def test_a_failed_model_start_is_reported_and_only_llm_calls_fail(settings: Any, scope: Scope) -> None:
+    def broken_start(_: Any) -> BaseChatModel:
+        raise LocalServiceError("the local LLM server exited during start-up")
+
+    app = create_app(settings.model_copy(update={"auth_disabled": True}), chat_model_start=broken_start)
+    async with app.router.lifespan_context(app), client_for(app, **{"X-User-Id": scope.user_id}) as client:
+        while (await client.get("/health")).json()["llm"] == "starting":
+            await asyncio.sleep(0.05)
+        health = (await client.get("/health")).json()
+        assert health["status"] == "ok" and health["llm"].startswith("failed: the local LLM server exited")
+        assert (await client.post("/v1/notes", json={"content": "Stored raw.", "enrich": False})).status_code == 201
+        enriched = await client.post("/v1/notes", json={"content": "Needs the model."})
+        assert enriched.status_code == 503 and enriched.json()["error"]["code"] == "local_service_unavailable"
