@@ -14,3 +14,7 @@ CREATE INDEX note_run IF NOT EXISTS FOR (n:Note) ON (n.run_id);
 CREATE INDEX note_content_hash IF NOT EXISTS FOR (n:Note) ON (n.user_id, n.agent_id, n.run_id, n.content_sha);
 CREATE INDEX note_created IF NOT EXISTS FOR (n:Note) ON (n.created_at);
 CREATE INDEX note_source IF NOT EXISTS FOR (n:Note) ON (n.user_id, n.agent_id, n.run_id, n.source_id);
+CREATE CONSTRAINT store_item_uid_unique IF NOT EXISTS FOR (i:StoreItem) REQUIRE i.uid IS UNIQUE;
+CREATE INDEX store_item_ns IF NOT EXISTS FOR (i:StoreItem) ON (i.user_id, i.agent_id, i.run_id, i.ns_key);
+CREATE INDEX store_item_ns_any_scope IF NOT EXISTS FOR (i:StoreItem) ON (i.ns_key);
+CREATE INDEX store_item_expiry IF NOT EXISTS FOR (i:StoreItem) ON (i.expires_at);

@@ -10,6 +10,7 @@ checks are bypassed.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Protocol
 
 from graphmem.models import (
@@ -17,6 +18,9 @@ from graphmem.models import (
     AddOutcome,
     AddWrite,
     EnrichmentStatus,
+    ItemFilter,
+    ItemRecord,
+    ItemWrite,
     Link,
     LinkedNote,
     Note,
@@ -152,4 +156,70 @@ class HistoryStore(Protocol):
     async def sessions(self, scope: Scope, *, limit: int = 100) -> list[SessionInfo]: ...
 
 
-__all__ = ["HistoryStore", "NoteStore"]
+class ItemStore(Protocol):
+    """Key-value items in namespaces (the LangGraph store), confined to scopes.
+
+    An item is identified by (scope, namespace, key); its value is stored as one JSON text with its
+    scalar leaves beside it for filters (``ItemFilter.pushed``). ``live_at`` (None: off) hides items
+    whose TTL expired before that time.
+    """
+
+    async def write_items(self, puts: Sequence[ItemWrite], deletes: Sequence[tuple[Scope, tuple[str, ...], str]]) -> None:
+        """Insert or replace ``puts`` and delete ``deletes`` in ONE transaction: all or nothing."""
+        ...
+
+    async def get_item(
+        self, scope: Scope, namespace: tuple[str, ...], key: str, *, live_at: datetime | None
+    ) -> ItemRecord | None: ...
+
+    async def list_items(
+        self, scope: Scope, prefix: tuple[str, ...], where: ItemFilter, *, skip: int, limit: int, live_at: datetime | None
+    ) -> list[ItemRecord]:
+        """Items under a namespace prefix that pass the pushed conditions, newest update first."""
+        ...
+
+    async def search_items(
+        self,
+        scope: Scope,
+        prefix: tuple[str, ...],
+        where: ItemFilter,
+        embedding: Sequence[float],
+        *,
+        skip: int,
+        limit: int,
+        live_at: datetime | None,
+    ) -> list[ItemRecord]:
+        """Indexed items under a namespace prefix that pass the pushed conditions, by cosine (exact)."""
+        ...
+
+    async def refresh_items(self, scope: Scope, keys: Sequence[tuple[tuple[str, ...], str]]) -> int:
+        """Restart the TTL of these items (those that have one); returns how many."""
+        ...
+
+    async def item_namespaces(
+        self,
+        scope: Scope,
+        *,
+        prefix: Sequence[str],
+        suffix: Sequence[str],
+        max_depth: int | None,
+        skip: int,
+        limit: int,
+        live_at: datetime | None,
+    ) -> list[tuple[str, ...]]:
+        """Distinct namespaces (cut to ``max_depth``) matching prefix and suffix ('*' = any label)."""
+        ...
+
+    async def item_scopes(
+        self, *, parts: Mapping[str, str | None], prefix: tuple[str, ...], skip: int, limit: int
+    ) -> list[Scope]:
+        """Scopes (matching the given parts: user_id, agent_id, run_id; None = any) holding items
+        under a namespace prefix. Scope ids only: no item crosses scopes."""
+        ...
+
+    async def sweep_items(self, now: datetime, *, batch: int) -> int:
+        """Delete up to ``batch`` items whose TTL expired before ``now``; returns how many."""
+        ...
+
+
+__all__ = ["HistoryStore", "ItemStore", "NoteStore"]

@@ -1,5 +1,5 @@
-// Delete everything of one scope: notes, note versions, chat sessions and messages, with their
-// relationships (tests, admin). One indexed lookup per label instead of a scan of all nodes.
+// Delete everything of one scope: notes, note versions, chat sessions and messages, LangGraph store
+// items, with their relationships (tests, admin). One indexed lookup per label instead of a scan of all nodes.
 // Params: $user_id, $agent_id, $run_id. Returns: deleted (count).
 CALL () {
   MATCH (n:Note {user_id: $user_id, agent_id: $agent_id, run_id: $run_id}) DETACH DELETE n RETURN count(*) AS a
@@ -13,4 +13,7 @@ CALL () {
 CALL () {
   MATCH (n:ChatSession {user_id: $user_id, agent_id: $agent_id, run_id: $run_id}) DETACH DELETE n RETURN count(*) AS d
 }
-RETURN a + b + c + d AS deleted
+CALL () {
+  MATCH (n:StoreItem {user_id: $user_id, agent_id: $agent_id, run_id: $run_id}) DETACH DELETE n RETURN count(*) AS e
+}
+RETURN a + b + c + d + e AS deleted

@@ -1,35 +1,32 @@
-"""A LangGraph long-term store (``langgraph.store.base.BaseStore``) on graphmem notes.
+"""A LangGraph long-term store (``langgraph.store.base.BaseStore``) on graphmem, behaving like
+LangGraph's ``PostgresStore``: any namespace, values of any size, atomic puts, filters, semantic
+search, TTL with a sweeper, namespace listing.
 
-Namespaces map to scopes::
+    store = GraphmemStore(svc, user_label=1)                 # ("memories", user_id, ...) -> that user's scope
+    store.put(("memories", "alice"), "prefs", {"text": "likes green tea"}, ttl=60 * 24)
+    store.search(("memories", "alice"), query="drinks", filter={"kind": "preference"})
 
-    (*prefix, user_id)                      -> Scope(user_id, "default", "default")
-    (*prefix, user_id, agent_id)            -> Scope(user_id, agent_id, "default")
-    (*prefix, user_id, agent_id, run_id)    -> Scope(user_id, agent_id, run_id)
+Where items live: every item is stored with its whole namespace (any labels LangGraph allows) in one
+graphmem scope. The scope is ``scope`` (default ``Scope("langgraph")``) with the parts named by
+``user_label`` / ``agent_label`` / ``run_label`` taken from those positions of the namespace, so one
+compiled graph keeps each user's items in that user's scope (the same scope REST keys, the retriever
+and the middleware use). A label that is not a graphmem id (``models.ID_PATTERN``), or that starts
+with ``lg:``, becomes ``lg:`` + 40 hex digits of its SHA-256. A search or listing whose prefix does
+not name one scope covers every scope holding items under it, scope by scope, merged and paged.
 
-with ``prefix = ("graphmem",)`` by default. Items come back with the shortest namespace naming their
-scope (trailing ``"default"`` parts dropped). In ``search`` a namespace *prefix* selects every scope
-it covers: ``("graphmem", "alice")`` searches all of alice's agents and runs.
-
-Each item is one note of its scope. The value is stored exactly (as JSON, in the note's metadata, up
-to 30,000 characters of JSON); the note's content, which is embedded and searched, is the value's text
-(its string fields, or the fields named by ``index``). ``search(query=...)`` is graphmem search (hybrid
-by default); ``filter`` compares value fields (``$eq $ne $gt $gte $lt $lte``) after retrieval.
-Notes added by other means (REST, CLI, ``svc.add``) appear too, with key = note id and value =
-``{"content", "context", "keywords", "tags", "event_time"}``.
-
-Keys are any text up to about 900 characters; they are not note ids (note ids are unique across all
-scopes, keys only within a namespace): the note id is derived from scope and key. ``put`` on an
-existing key replaces the note (its links go with it); ``put`` of a plain note's id replaces that note.
+Items are not notes (A-MEM does not rewrite a value); see ``graphmem.service.items`` for the
+filter semantics and docs/interfaces.md for every difference from InMemoryStore and PostgresStore.
 """
 
 from __future__ import annotations
 
-import contextlib
+import asyncio
+import concurrent.futures
 import hashlib
 import json
 import re
+import threading
 from collections.abc import Iterable, Sequence
-from datetime import datetime
 from typing import Any
 
 from langgraph.store.base import (
@@ -43,394 +40,316 @@ from langgraph.store.base import (
     Result,
     SearchItem,
     SearchOp,
+    TTLConfig,
+    get_text_at_path,
+    tokenize_path,
     validate_op_namespace,
 )
 
-from graphmem.errors import InvalidInputError, NoteNotFoundError
+from graphmem.errors import InvalidInputError
 from graphmem.integrations._bridge import MemoryLike, as_bridge
-from graphmem.models import CONTROL_CHARS, ID_PATTERN, Note, Scope, SearchMode, check_id, utcnow
+from graphmem.models import ID_PATTERN, Scope, StoredItem
+from graphmem.service.items import ItemPut, ItemService
 from graphmem.service.memory import AsyncMemoryService
 
-__all__ = ["MAX_VALUE_JSON", "GraphmemStore"]
+__all__ = ["GraphmemStore", "scope_id"]
 
-_KEY = "lg_key"
-_CREATED = "lg_created"
-_CHUNK = "lg_v{:02d}"
-_CHUNK_CHARS = 1000  # graphmem's limit on one metadata value
-_MAX_CHUNKS = 30  # 32 metadata keys at most: key, created, 30 chunks
-MAX_VALUE_JSON = (_CHUNK_CHARS - 2) * _MAX_CHUNKS  # characters of compact ASCII JSON
 _ID_RE = re.compile(ID_PATTERN)
-_PLAIN_FIELDS = ("content", "context", "keywords", "tags", "event_time")  # a plain note's value
-_LIST_PAGE = 1000
+_HASHED = "lg:"
+_PARTS = ("user_id", "agent_id", "run_id")
+_SCOPE_PAGE = 1000
 
 
-def _encode_value(value: dict[str, Any]) -> list[str]:
-    """Compact ASCII JSON in pieces of at most 1000 characters, each wrapped in '|' ... '|'.
-
-    graphmem strips whitespace from both ends of a metadata value; the wrapping keeps a piece that
-    starts or ends inside a run of spaces intact, so the joined pieces parse back to the same value.
-    """
-    try:
-        text = json.dumps(value, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"store values must be JSON-serialisable: {exc}") from None
-    text = text.replace("\x7f", "\\u007f")  # DEL is ASCII, so json leaves it; graphmem refuses it
-    size = _CHUNK_CHARS - 2
-    if len(text) > size * _MAX_CHUNKS:
-        raise InvalidInputError(f"value is {len(text)} characters of JSON, over the store's limit of {MAX_VALUE_JSON}")
-    return [f"|{text[i : i + size]}|" for i in range(0, len(text), size)]
+def scope_id(label: str) -> str:
+    """The scope id for a namespace label: the label itself when it is a graphmem id, else a hash."""
+    if _ID_RE.fullmatch(label) and not label.startswith(_HASHED):
+        return label
+    return _HASHED + hashlib.sha256(label.encode("utf-8", "surrogatepass")).hexdigest()[:40]
 
 
-def _decode_value(metadata: dict[str, str]) -> dict[str, Any]:
-    pieces = []
-    for i in range(_MAX_CHUNKS):
-        part = metadata.get(_CHUNK.format(i))
-        if part is None:
-            break
-        pieces.append(part[1:-1])
-    value: dict[str, Any] = json.loads("".join(pieces))
-    return value
-
-
-def _text_leaves(value: Any, out: list[str]) -> None:
-    if isinstance(value, str):
-        if value.strip():
-            out.append(value)
-    elif isinstance(value, dict):
-        for v in value.values():
-            _text_leaves(v, out)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            _text_leaves(v, out)
-
-
-def _at_path(value: Any, path: str) -> Any:
-    """'a.b', 'a[0].b', 'a[*].b' (LangGraph's index path syntax, simplified)."""
-    current: list[Any] = [value]
-    for part in re.findall(r"[^.\[\]]+|\[[^\]]*\]", path):
-        nxt: list[Any] = []
-        for item in current:
-            if part.startswith("["):
-                idx = part[1:-1]
-                if isinstance(item, list):
-                    if idx == "*":
-                        nxt.extend(item)
-                    else:
-                        with contextlib.suppress(ValueError, IndexError):
-                            nxt.append(item[int(idx)])
-            elif isinstance(item, dict) and part in item:
-                nxt.append(item[part])
-        current = nxt
-    return current
-
-
-def _compare(item_value: Any, filter_value: Any) -> bool:
-    """The filter semantics of LangGraph's InMemoryStore."""
-    if isinstance(filter_value, dict):
-        if any(k.startswith("$") for k in filter_value):
-            return all(_apply(item_value, op, v) for op, v in filter_value.items())
-        if not isinstance(item_value, dict):
-            return False
-        return all(_compare(item_value.get(k), v) for k, v in filter_value.items())
-    if isinstance(filter_value, (list, tuple)):
-        return (
-            isinstance(item_value, (list, tuple))
-            and len(item_value) == len(filter_value)
-            and all(_compare(a, b) for a, b in zip(item_value, filter_value, strict=False))
-        )
-    return bool(item_value == filter_value)
-
-
-def _apply(value: Any, op: str, arg: Any) -> bool:
-    if op == "$eq":
-        return bool(value == arg)
-    if op == "$ne":
-        return bool(value != arg)
-    if op in ("$gt", "$gte", "$lt", "$lte"):
-        try:
-            a, b = float(value), float(arg)
-        except (TypeError, ValueError):
-            return False
-        return {"$gt": a > b, "$gte": a >= b, "$lt": a < b, "$lte": a <= b}[op]
-    raise InvalidInputError(f"unsupported filter operator {op!r}; use $eq $ne $gt $gte $lt $lte")
-
-
-def _matches(filter_: dict[str, Any] | None, value: dict[str, Any]) -> bool:
-    return not filter_ or all(_compare(value.get(k), v) for k, v in filter_.items())
-
-
-def _path_match(path: Sequence[str], namespace: tuple[str, ...], suffix: bool) -> bool:
-    if len(namespace) < len(path):
-        return False
-    pairs = zip(reversed(namespace), reversed(path), strict=False) if suffix else zip(namespace, path, strict=False)
-    return all(p == "*" or n == p for n, p in pairs)
+def _ns_order(namespace: Sequence[str]) -> str:
+    """The order the store sorts by (items/list and items/search: ns_key)."""
+    return "".join(json.dumps(label, ensure_ascii=False) for label in namespace)
 
 
 class GraphmemStore(BaseStore):
-    """LangGraph ``BaseStore`` on graphmem (see the module docstring for the namespace mapping).
+    """LangGraph ``BaseStore`` on graphmem (see the module docstring).
 
     Args:
-        service: AsyncMemoryService (async API: ``aget``, ``aput``, ``asearch``, ...) or MemoryService
+        service: AsyncMemoryService (async API: ``aget``, ``aput``, ``asearch`` ...) or MemoryService
             (blocking and async API).
-        prefix: the namespace labels before ``user_id``.
-        enrich: run A-MEM on each put (LLM enrichment, links, evolution). Off by default: a store put
-            then costs one embedding and one write, no LLM call.
-        search_mode: graphmem search mode for ``search(query=...)``.
-        index_fields: default fields whose text becomes the searchable note content (None: every
-            string in the value). ``put(..., index=[...])`` overrides it per item.
-        max_scopes: the most scopes one ``search`` may cover (a bare prefix can cover many users).
+        scope: the scope of items whose namespace does not name one (and of the parts not named).
+        user_label, agent_label, run_label: positions in the namespace of the labels that choose
+            the scope's user, agent and run (None: taken from ``scope``).
+        index_fields: the value's paths (LangGraph's syntax: ``"text"``, ``"a.b"``, ``"arr[*].c"``,
+            ``"$"`` for the whole value, the default) whose text is embedded for ``query`` search;
+            ``put(..., index=[...])`` overrides it per item, ``index=False`` stores it unindexed.
+        ttl: LangGraph's ``TTLConfig`` (``default_ttl`` and ``sweep_interval_minutes`` in minutes,
+            ``refresh_on_read``, ``omit_expired``).
     """
 
-    supports_ttl: bool = False
+    supports_ttl: bool = True
 
     def __init__(
         self,
         service: MemoryLike,
         *,
-        prefix: Sequence[str] = ("graphmem",),
-        enrich: bool = False,
-        search_mode: SearchMode | str = SearchMode.HYBRID,
+        scope: Scope | None = None,
+        user_label: int | None = None,
+        agent_label: int | None = None,
+        run_label: int | None = None,
         index_fields: Sequence[str] | None = None,
-        max_scopes: int = 50,
+        ttl: TTLConfig | None = None,
     ) -> None:
         self._bridge = as_bridge(service)
-        self.prefix = tuple(prefix)
-        for label in self.prefix:
-            if not label or "." in label:
-                raise ValueError(f"invalid namespace prefix label {label!r}")
-        self.enrich = enrich
-        self.search_mode = SearchMode.parse(search_mode)
-        self.index_fields = list(index_fields) if index_fields is not None else None
-        self.max_scopes = max_scopes
+        self.scope = scope or Scope(user_id="langgraph")
+        self.labels: dict[str, int | None] = {"user_id": user_label, "agent_id": agent_label, "run_id": run_label}
+        for part, at in self.labels.items():
+            if at is not None and (not isinstance(at, int) or at < 0):
+                raise ValueError(f"{part} label position must be an int >= 0")
+        self.index_fields = list(index_fields) if index_fields is not None else ["$"]
+        self.ttl_config = ttl
+        self._sweeper: threading.Thread | None = None
+        self._sweeper_stop = threading.Event()
 
     # --- namespace <-> scope --------------------------------------------------------------------
 
-    def scope_of(self, namespace: tuple[str, ...]) -> Scope:
-        """The scope a full namespace names; InvalidNamespaceError otherwise."""
-        n = len(self.prefix)
-        if tuple(namespace[:n]) != self.prefix or not 1 <= len(namespace) - n <= 3:
-            raise InvalidNamespaceError(
-                f"namespace must be {(*self.prefix, 'user_id')} with optional agent_id and run_id after it, "
-                f"got {namespace!r}"
-            )
-        parts = namespace[n:]
-        try:
-            return Scope(**dict(zip(("user_id", "agent_id", "run_id"), parts, strict=False)))
-        except ValueError as exc:
-            raise InvalidNamespaceError(f"invalid namespace {namespace!r}: {exc}") from None
+    def scope_of(self, namespace: Sequence[str]) -> Scope:
+        """The scope a namespace's items live in."""
+        parts = self.scope.params()
+        for part, at in self.labels.items():
+            if at is not None and at < len(namespace):
+                parts[part] = scope_id(namespace[at])
+        return Scope(**parts)
 
-    def namespace_of(self, scope: Scope) -> tuple[str, ...]:
-        """The shortest namespace naming a scope (trailing 'default' parts dropped)."""
-        parts = [scope.user_id, scope.agent_id, scope.run_id]
-        while len(parts) > 1 and parts[-1] == "default":
-            parts.pop()
-        return self.prefix + tuple(parts)
+    def _fixed_parts(self, prefix: Sequence[str]) -> dict[str, str | None]:
+        """The scope parts a prefix decides (None: any; '*' decides nothing)."""
+        parts: dict[str, str | None] = dict(self.scope.params())
+        for part, at in self.labels.items():
+            if at is None:
+                continue
+            parts[part] = scope_id(prefix[at]) if at < len(prefix) and prefix[at] != "*" else None
+        return parts
 
-    def _full(self, scope: Scope) -> tuple[str, ...]:
-        return (*self.prefix, scope.user_id, scope.agent_id, scope.run_id)
+    async def _scopes(self, svc: AsyncMemoryService, prefix: Sequence[str]) -> list[Scope]:
+        parts = self._fixed_parts(prefix)
+        if all(v is not None for v in parts.values()):
+            return [Scope(**parts)]
+        literal: list[str] = []
+        for label in prefix:
+            if label == "*":
+                break
+            literal.append(label)
+        found: list[Scope] = []
+        while True:
+            page = await svc.items.scopes(**parts, prefix=literal, offset=len(found), limit=_SCOPE_PAGE)
+            found.extend(page)
+            if len(page) < _SCOPE_PAGE:
+                return found
+
+    # --- values ---------------------------------------------------------------------------------
+
+    def _text(self, value: dict[str, Any], index: Sequence[str] | None) -> str | None:
+        paths = self.index_fields if index is None else list(index)
+        texts: list[str] = []
+        for path in paths:
+            texts.extend(get_text_at_path(value, path if path == "$" else tokenize_path(path)))
+        return "\n".join(texts) or None
 
     @staticmethod
-    def note_id_for(scope: Scope, key: str) -> str:
-        digest = hashlib.sha256(f"{scope}\n{key}".encode()).hexdigest()[:40]
-        return f"lg-{digest}"
-
-    # --- note <-> item --------------------------------------------------------------------------
-
-    def _item(self, note: Note, score: float | None = None, *, search: bool = False) -> Item:
-        meta = note.metadata
-        if _KEY in meta:
-            key = json.loads(meta[_KEY])
-            value = _decode_value(meta)
-            created = datetime.fromisoformat(meta[_CREATED]) if _CREATED in meta else note.created_at
-        else:
-            key = note.id
-            brief = note.brief()
-            value = {k: brief[k] for k in _PLAIN_FIELDS}
-            created = note.created_at
-        ns = self.namespace_of(note.scope)
+    def _item(found: StoredItem, *, search: bool) -> Item:
         if search:
             return SearchItem(
-                namespace=ns, key=key, value=value, created_at=created, updated_at=note.updated_at, score=score
+                namespace=found.namespace,
+                key=found.key,
+                value=found.value,
+                created_at=found.created_at,
+                updated_at=found.updated_at,
+                score=found.score,
             )
-        return Item(namespace=ns, key=key, value=value, created_at=created, updated_at=note.updated_at)
+        return Item(
+            namespace=found.namespace,
+            key=found.key,
+            value=found.value,
+            created_at=found.created_at,
+            updated_at=found.updated_at,
+        )
 
-    def _content(self, value: dict[str, Any], index: list[str] | None) -> str:
-        texts: list[str] = []
-        fields = index if index is not None else self.index_fields
-        if fields is None:
-            _text_leaves(value, texts)
-        else:
-            for path in fields:
-                for found in _at_path(value, path):
-                    if isinstance(found, str):
-                        if found.strip():
-                            texts.append(found)
-                    else:
-                        texts.append(json.dumps(found, ensure_ascii=False))
-        text = "\n".join(texts) if texts else json.dumps(value, ensure_ascii=False, sort_keys=True)
-        text = CONTROL_CHARS.sub(" ", text).strip() or "{}"
-        return text
-
-    @staticmethod
-    def _check_key(key: str) -> str:
-        if not isinstance(key, str) or not key:
-            raise InvalidInputError("store keys must be non-empty strings")
-        encoded = json.dumps(key, ensure_ascii=True).replace("\x7f", "\\u007f")
-        if len(encoded) > _CHUNK_CHARS:
-            raise InvalidInputError(f"store key too long ({len(key)} characters)")
-        return encoded
+    @property
+    def _omit_expired(self) -> bool:
+        return bool(self.ttl_config and self.ttl_config.get("omit_expired"))
 
     # --- ops ------------------------------------------------------------------------------------
 
-    @staticmethod
-    async def _try_get(svc: AsyncMemoryService, note_id: str, scope: Scope) -> Note | None:
-        try:
-            return await svc.get(note_id, scope)
-        except NoteNotFoundError:
-            return None
-
-    async def _find(self, svc: AsyncMemoryService, scope: Scope, key: str) -> Note | None:
-        """The item's note: the one derived from the key, else a plain note whose id is the key."""
-        note = await self._try_get(svc, self.note_id_for(scope, key), scope)
-        if note is None and _ID_RE.match(key):
-            plain = await self._try_get(svc, key, scope)
-            if plain is not None and _KEY not in plain.metadata:
-                note = plain
-        return note
-
     async def _get(self, svc: AsyncMemoryService, op: GetOp) -> Item | None:
-        scope = self.scope_of(op.namespace)
-        note = await self._find(svc, scope, op.key)
-        return None if note is None else self._item(note)
-
-    async def _put(self, svc: AsyncMemoryService, op: PutOp) -> None:
-        scope = self.scope_of(op.namespace)
-        encoded_key = self._check_key(op.key)
-        existing = await self._find(svc, scope, op.key)
-        if op.value is None:
-            if existing is not None:
-                await svc.delete(existing.id, scope)
-            return
-        if not isinstance(op.value, dict):
-            raise InvalidInputError("store values must be dicts")
-        value = dict(op.value)
-        chunks = _encode_value(value)
-        created = existing.metadata.get(_CREATED) if existing is not None else None
-        if existing is not None and created is None:
-            created = existing.created_at.isoformat()
-        metadata = {_KEY: encoded_key, **{_CHUNK.format(i): c for i, c in enumerate(chunks)}}
-        index = None if op.index is None or op.index is False else list(op.index)
-        content = self._content(value, index)[: svc.settings.max_content_chars]
-        if existing is not None:
-            await svc.delete(existing.id, scope)
-        metadata[_CREATED] = created or utcnow().isoformat()
-        await svc.add(
-            content,
-            scope,
-            note_id=self.note_id_for(scope, op.key),
-            metadata=metadata,
-            enrich=self.enrich,
-            evolve=self.enrich,
+        found = await svc.items.get(
+            self.scope_of(op.namespace),
+            op.namespace,
+            op.key,
+            refresh_ttl=op.refresh_ttl,
+            omit_expired=self._omit_expired,
         )
-
-    async def _scopes_under(self, svc: AsyncMemoryService, ns_prefix: tuple[str, ...]) -> list[Scope]:
-        n = len(self.prefix)
-        head = ns_prefix[:n]
-        if not _path_match(head, self.prefix, suffix=False):
-            return []
-        rest = ns_prefix[n:]
-        if len(rest) > 3:
-            return []
-        user = rest[0] if rest and rest[0] != "*" else None
-        if user is not None:
-            try:
-                check_id(user, "user_id")
-            except ValueError:
-                return []
-        scopes = [
-            s
-            for s in await svc.scopes(user)
-            if _path_match(ns_prefix, self._full(s), suffix=False)
-            or _path_match(ns_prefix, self.namespace_of(s), suffix=False)
-        ]
-        if len(scopes) > self.max_scopes:
-            raise InvalidInputError(
-                f"namespace prefix {ns_prefix!r} covers {len(scopes)} scopes, more than max_scopes="
-                f"{self.max_scopes}; name the user (and agent) in the prefix"
-            )
-        return scopes
+        return None if found is None else self._item(found, search=False)
 
     async def _search(self, svc: AsyncMemoryService, op: SearchOp) -> list[SearchItem]:
-        if op.limit < 0 or op.offset < 0:
-            raise InvalidInputError("limit and offset must be >= 0")
-        want = op.offset + op.limit
-        if want == 0:
-            return []
-        scopes = await self._scopes_under(svc, tuple(op.namespace_prefix))
-        found: list[SearchItem] = []
-        if op.query:
-            fetch = min(1000, max(want * (4 if op.filter else 1), want))
-            seen: set[str] = set()
+        items: ItemService = svc.items
+        scopes = await self._scopes(svc, op.namespace_prefix)
+        args: dict[str, Any] = {
+            "query": op.query,
+            "filter": op.filter,
+            "refresh_ttl": op.refresh_ttl,
+            "omit_expired": self._omit_expired,
+        }
+        if len(scopes) <= 1:  # the common case: the prefix names the scope
+            scope = scopes[0] if scopes else self.scope
+            found = await items.search(scope, op.namespace_prefix, offset=op.offset, limit=op.limit, **args)
+        else:  # the top offset+limit of each scope, merged in the store's order
+            want = op.offset + op.limit
+            merged: list[StoredItem] = []
             for scope in scopes:
-                for hit in await svc.search(op.query, scope, k=fetch, mode=self.search_mode):
-                    if hit.note.id in seen:
-                        continue
-                    seen.add(hit.note.id)
-                    item = self._item(hit.note, hit.score, search=True)
-                    if _matches(op.filter, item.value):
-                        found.append(item)  # type: ignore[arg-type]
-            found.sort(key=lambda i: i.score or 0.0, reverse=True)
-            return found[op.offset : want]
-        for scope in scopes:
-            offset = 0
-            while len(found) < want:
-                page = await svc.list(scope, limit=_LIST_PAGE, offset=offset)
-                for note in page:
-                    item = self._item(note, None, search=True)
-                    if _matches(op.filter, item.value):
-                        found.append(item)  # type: ignore[arg-type]
-                if len(page) < _LIST_PAGE:
-                    break
-                offset += _LIST_PAGE
-            if len(found) >= want:
-                break
-        return found[op.offset : want]
+                merged.extend(await items.search(scope, op.namespace_prefix, offset=0, limit=want, **args))
+            if op.query:
+                merged.sort(key=lambda f: (-(f.score or 0.0), _ns_order(f.namespace), f.key))
+            else:
+                merged.sort(key=lambda f: (-f.updated_at.timestamp(), _ns_order(f.namespace), f.key))
+            found = merged[op.offset : want]
+        return [self._item(f, search=True) for f in found]  # type: ignore[misc]
 
     async def _list_namespaces(self, svc: AsyncMemoryService, op: ListNamespacesOp) -> list[tuple[str, ...]]:
-        namespaces = {self.namespace_of(s) for s in await svc.scopes(None)}
-        out: set[tuple[str, ...]] = set()
-        for ns in namespaces:
-            ok = all(
-                _path_match(cond.path, ns, suffix=cond.match_type == "suffix") for cond in (op.match_conditions or ())
+        prefixes = [c.path for c in op.match_conditions or () if c.match_type == "prefix"]
+        suffixes = [c.path for c in op.match_conditions or () if c.match_type == "suffix"]
+        prefix = tuple(prefixes[0]) if prefixes else ()
+        suffix = tuple(suffixes[0]) if suffixes else ()
+        extra = [c for c in op.match_conditions or () if c.path not in (prefix, suffix)]
+        scopes = await self._scopes(svc, prefix)
+        want = op.offset + op.limit
+        args: dict[str, Any] = {"prefix": prefix, "suffix": suffix, "max_depth": op.max_depth}
+        # More than one prefix (or suffix) condition, raw ops only: the first ones go to the store,
+        # the others are checked here, on every namespace.
+        fetch = want if not extra else 1_000_000_000
+        found: set[tuple[str, ...]] = set()
+        for scope in scopes:
+            found.update(
+                await svc.items.namespaces(
+                    scope, offset=0, limit=fetch, omit_expired=self._omit_expired, **args
+                )
             )
-            if ok:
-                out.add(ns[: op.max_depth] if op.max_depth is not None else ns)
-        ordered = sorted(out)
-        return ordered[op.offset : op.offset + op.limit]
+        names = sorted(ns for ns in found if all(_matches_path(c.path, ns, c.match_type) for c in extra))
+        return names[op.offset : want]
 
-    async def _run_ops(self, svc: AsyncMemoryService, ops: Iterable[Op]) -> list[Result]:
+    async def _run_ops(self, svc: AsyncMemoryService, ops: Sequence[Op]) -> list[Result]:
+        """Reads first, in order, then every put of the batch in one transaction (later puts of the
+        same key win): reads see the store as it was before the batch, as in InMemoryStore and
+        PostgresStore."""
         results: list[Result] = []
+        puts: list[ItemPut] = []
         for op in ops:
             validate_op_namespace(op)
             if isinstance(op, GetOp):
                 results.append(await self._get(svc, op))
-            elif isinstance(op, PutOp):
-                await self._put(svc, op)
-                results.append(None)
             elif isinstance(op, SearchOp):
                 results.append(await self._search(svc, op))
             elif isinstance(op, ListNamespacesOp):
                 results.append(await self._list_namespaces(svc, op))
+            elif isinstance(op, PutOp):
+                if not op.namespace:
+                    raise InvalidNamespaceError("Namespace cannot be empty.")
+                if op.value is not None and not isinstance(op.value, dict):
+                    raise InvalidInputError(f"store values must be dicts, got {type(op.value).__name__}")
+                text = None
+                if op.value is not None and op.index is not False:
+                    text = self._text(op.value, op.index)
+                puts.append(
+                    ItemPut(
+                        scope=self.scope_of(op.namespace),
+                        namespace=tuple(op.namespace),
+                        key=op.key,
+                        value=op.value,
+                        text=text,
+                        ttl_minutes=op.ttl,
+                    )
+                )
+                results.append(None)
             else:
                 raise TypeError(f"unknown store operation {type(op).__name__}")
+        if puts:
+            await svc.items.write(puts)
         return results
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        ops = list(ops)
-        result: list[Result] = self._bridge.run(lambda svc: self._run_ops(svc, ops))
+        listed = list(ops)
+        result: list[Result] = self._bridge.run(lambda svc: self._run_ops(svc, listed))
         return result
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        ops = list(ops)
-        result: list[Result] = await self._bridge.arun(lambda svc: self._run_ops(svc, ops))
+        listed = list(ops)
+        result: list[Result] = await self._bridge.arun(lambda svc: self._run_ops(svc, listed))
         return result
+
+    # --- TTL --------------------------------------------------------------------------------------
+
+    def sweep_ttl(self) -> int:
+        """Delete every expired item (in every scope); returns how many."""
+        deleted: int = self._bridge.run(lambda svc: svc.items.sweep())
+        return deleted
+
+    async def asweep_ttl(self) -> int:
+        deleted: int = await self._bridge.arun(lambda svc: svc.items.sweep())
+        return deleted
+
+    def _interval_s(self, minutes: float | None) -> float:
+        chosen = minutes or (self.ttl_config or {}).get("sweep_interval_minutes") or 5
+        return float(chosen) * 60.0
+
+    def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> concurrent.futures.Future[None]:
+        """Sweep expired items every ``sweep_interval_minutes`` (default: the TTL config's, else 5)
+        in a daemon thread, as PostgresStore does; needs a blocking-capable ``MemoryService``.
+        The future completes when ``stop_ttl_sweeper`` stops it."""
+        done: concurrent.futures.Future[None] = concurrent.futures.Future()
+        if self._sweeper is not None and self._sweeper.is_alive():
+            done.set_result(None)
+            return done
+        interval = self._interval_s(sweep_interval_minutes)
+        self._sweeper_stop.clear()
+
+        def loop() -> None:
+            try:
+                while not self._sweeper_stop.wait(interval):
+                    self.sweep_ttl()
+                done.set_result(None)
+            except BaseException as exc:  # report through the future, as PostgresStore's does
+                done.set_exception(exc)
+
+        self._sweeper = threading.Thread(target=loop, name="graphmem-ttl-sweeper", daemon=True)
+        self._sweeper.start()
+        return done
+
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the sweeper thread; True once it has stopped."""
+        if self._sweeper is None:
+            return True
+        self._sweeper_stop.set()
+        self._sweeper.join(timeout)
+        stopped = not self._sweeper.is_alive()
+        if stopped:
+            self._sweeper = None
+        return stopped
+
+    async def astart_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> asyncio.Task[None]:
+        """The sweeper as a task of the running event loop (for an ``AsyncMemoryService``); cancel
+        the task to stop it."""
+        interval = self._interval_s(sweep_interval_minutes)
+
+        async def loop() -> None:
+            while True:
+                await asyncio.sleep(interval)
+                await self.asweep_ttl()
+
+        return asyncio.get_running_loop().create_task(loop(), name="graphmem-ttl-sweeper")
+
+
+def _matches_path(path: Sequence[str], namespace: tuple[str, ...], match_type: str) -> bool:
+    if len(namespace) < len(path):
+        return False
+    pairs = zip(reversed(namespace), reversed(path)) if match_type == "suffix" else zip(namespace, path)
+    return all(p == "*" or n == p for n, p in pairs)

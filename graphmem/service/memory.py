@@ -50,8 +50,9 @@ from graphmem.models import (
     utcnow,
     validate_content,
 )
-from graphmem.ports import HistoryStore, NoteStore
+from graphmem.ports import HistoryStore, ItemStore, NoteStore
 from graphmem.service import bulk, construct, evolve, retrieve, transfer
+from graphmem.service.items import ItemService
 from graphmem.service.chat import ChatModelSlot, ChatModelSource
 from graphmem.service.context import build_context
 from graphmem.service.stats import RetrievalStats
@@ -72,6 +73,7 @@ class AsyncMemoryService:
         chat_model: a ready chat model, a future of one (the edge starting the local model), or
             None (a client for the configured endpoint, built on first use).
         histories: the chat-history store, if any.
+        items: the store-item store (the LangGraph store), if any.
     """
 
     def __init__(
@@ -82,12 +84,18 @@ class AsyncMemoryService:
         chat_model: ChatModelSource = None,
         *,
         histories: HistoryStore | None = None,
+        items: ItemStore | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
         self.embedder = embedder
         self._chat = ChatModelSlot(settings, chat_model)
         self._histories = histories
+        self._items = (
+            None
+            if items is None
+            else ItemService(items, self._embed, embedder.aembed_query, settings.max_content_chars)
+        )
         self._stats = RetrievalStats(store)
 
     # --- lifecycle ------------------------------------------------------------------------------
@@ -116,9 +124,9 @@ class AsyncMemoryService:
             made.append(embedder or make_embedder(settings))
             return embedding_dimensions(made[0])
 
-        note_store, histories = await adapter.open_stores(settings, dimensions if bootstrap else None)
+        note_store, histories, items = await adapter.open_stores(settings, dimensions if bootstrap else None)
         emb = made[0] if made else (embedder or make_embedder(settings))
-        return cls(settings, note_store, emb, chat_model, histories=histories)
+        return cls(settings, note_store, emb, chat_model, histories=histories, items=items)
 
     async def close(self) -> None:
         self._chat.cancel()
@@ -141,6 +149,13 @@ class AsyncMemoryService:
         if self._histories is None:
             raise RuntimeError("this service was built without a history store")
         return self._histories
+
+    @property
+    def items(self) -> ItemService:
+        """Key-value items in namespaces, with TTL and filters (the LangGraph store's data)."""
+        if self._items is None:
+            raise RuntimeError("this service was built without an item store")
+        return self._items
 
     async def flush(self) -> None:
         """Write the retrieval statistics collected since the last write (close() does it too)."""

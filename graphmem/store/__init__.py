@@ -1,6 +1,6 @@
 """The Neo4j adapter (the only package that imports ``neo4j``) and its public API.
 
-``Neo4jNoteStore`` and ``Neo4jHistoryStore`` implement ``graphmem.ports``; ``open_stores`` is what
+``Neo4jNoteStore``, ``Neo4jHistoryStore`` and ``Neo4jItemStore`` implement ``graphmem.ports``; ``open_stores`` is what
 ``AsyncMemoryService.create`` wires by default. The connection checks (``probe``) serve the local
 server manager, ``BenchQueries`` the benchmark and the evaluation.
 """
@@ -12,6 +12,7 @@ from collections.abc import Callable
 from graphmem.config import Settings
 from graphmem.store.bench_queries import BenchQueries
 from graphmem.store.history_store import Neo4jHistoryStore
+from graphmem.store.item_store import Neo4jItemStore
 from graphmem.store.neo4j_store import Neo4jNoteStore, lucene_query
 from graphmem.store.probe import (
     CredentialsRefusedError,
@@ -26,7 +27,7 @@ from graphmem.store.schema import bootstrap_schema
 
 async def open_stores(
     settings: Settings, dimensions: Callable[[], int] | None = None
-) -> tuple[Neo4jNoteStore, Neo4jHistoryStore]:
+) -> tuple[Neo4jNoteStore, Neo4jHistoryStore, Neo4jItemStore]:
     """Connect (clear error if unreachable), then, given ``dimensions`` (asked only once Neo4j
     answered), create the schema for vectors of that size. The driver is closed again on failure."""
     store = Neo4jNoteStore.from_settings(settings)
@@ -37,13 +38,14 @@ async def open_stores(
     except BaseException:
         await store.close()
         raise
-    return store, Neo4jHistoryStore(store)
+    return store, Neo4jHistoryStore(store), Neo4jItemStore(store)
 
 
 __all__ = [
     "BenchQueries",
     "CredentialsRefusedError",
     "Neo4jHistoryStore",
+    "Neo4jItemStore",
     "Neo4jNoteStore",
     "bolt_answers",
     "bootstrap_schema",

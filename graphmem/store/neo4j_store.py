@@ -141,6 +141,10 @@ class Neo4jNoteStore:
             async with self._driver.session(database=self._db) as session:
                 return await session.execute_write(work)
 
+    async def in_write(self, work: Callable[[AsyncManagedTransaction], Awaitable[T]]) -> T:
+        """Several statements in one managed write transaction (the adapter's own modules)."""
+        return await self._in_write(work)
+
     async def run(self, name: str, /, **params: Any) -> Rows:
         """One named read query in a managed read transaction (retried by the driver)."""
         q = self.query(name)
