@@ -164,7 +164,9 @@ class ItemStore(Protocol):
     whose TTL expired before that time.
     """
 
-    async def write_items(self, puts: Sequence[ItemWrite], deletes: Sequence[tuple[Scope, tuple[str, ...], str]]) -> None:
+    async def write_items(
+        self, puts: Sequence[ItemWrite], deletes: Sequence[tuple[Scope, tuple[str, ...], str]]
+    ) -> None:
         """Insert or replace ``puts`` and delete ``deletes`` in ONE transaction: all or nothing."""
         ...
 
@@ -173,7 +175,14 @@ class ItemStore(Protocol):
     ) -> ItemRecord | None: ...
 
     async def list_items(
-        self, scope: Scope, prefix: tuple[str, ...], where: ItemFilter, *, skip: int, limit: int, live_at: datetime | None
+        self,
+        scope: Scope,
+        prefix: tuple[str, ...],
+        where: ItemFilter,
+        *,
+        skip: int,
+        limit: int,
+        live_at: datetime | None,
     ) -> list[ItemRecord]:
         """Items under a namespace prefix that pass the pushed conditions, newest update first."""
         ...

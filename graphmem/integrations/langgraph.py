@@ -49,7 +49,7 @@ from langgraph.store.base import (
 from graphmem.errors import InvalidInputError
 from graphmem.integrations._bridge import MemoryLike, as_bridge
 from graphmem.models import ID_PATTERN, Scope, StoredItem
-from graphmem.service.items import ItemPut, ItemService
+from graphmem.service.items import ItemPut, ItemService, value_json
 from graphmem.service.memory import AsyncMemoryService
 
 __all__ = ["GraphmemStore", "scope_id"]
@@ -230,9 +230,7 @@ class GraphmemStore(BaseStore):
         found: set[tuple[str, ...]] = set()
         for scope in scopes:
             found.update(
-                await svc.items.namespaces(
-                    scope, offset=0, limit=fetch, omit_expired=self._omit_expired, **args
-                )
+                await svc.items.namespaces(scope, offset=0, limit=fetch, omit_expired=self._omit_expired, **args)
             )
         names = sorted(ns for ns in found if all(_matches_path(c.path, ns, c.match_type) for c in extra))
         return names[op.offset : want]
@@ -258,6 +256,7 @@ class GraphmemStore(BaseStore):
                     raise InvalidInputError(f"store values must be dicts, got {type(op.value).__name__}")
                 text = None
                 if op.value is not None and op.index is not False:
+                    value_json(op.value)  # refuse what JSON cannot hold before reading text from it
                     text = self._text(op.value, op.index)
                 puts.append(
                     ItemPut(
@@ -351,5 +350,9 @@ class GraphmemStore(BaseStore):
 def _matches_path(path: Sequence[str], namespace: tuple[str, ...], match_type: str) -> bool:
     if len(namespace) < len(path):
         return False
-    pairs = zip(reversed(namespace), reversed(path)) if match_type == "suffix" else zip(namespace, path)
+    pairs = (
+        zip(reversed(namespace), reversed(path), strict=False)
+        if match_type == "suffix"
+        else zip(namespace, path, strict=False)
+    )
     return all(p == "*" or n == p for n, p in pairs)

@@ -358,7 +358,7 @@ class ItemService:
         prefix: Sequence[str],
         *,
         query: str | None = None,
-        filter: Mapping[str, Any] | None = None,  # noqa: A002 - LangGraph's name
+        filter: Mapping[str, Any] | None = None,
         offset: int = 0,
         limit: int = 10,
         refresh_ttl: bool = True,

@@ -52,9 +52,9 @@ from graphmem.models import (
 )
 from graphmem.ports import HistoryStore, ItemStore, NoteStore
 from graphmem.service import bulk, construct, evolve, retrieve, transfer
-from graphmem.service.items import ItemService
 from graphmem.service.chat import ChatModelSlot, ChatModelSource
 from graphmem.service.context import build_context
+from graphmem.service.items import ItemService
 from graphmem.service.stats import RetrievalStats
 from graphmem.service.text import embed_text
 

@@ -100,7 +100,14 @@ class Neo4jItemStore:
         return _record(scope, rows[0]["item"]) if rows else None
 
     async def list_items(
-        self, scope: Scope, prefix: tuple[str, ...], where: ItemFilter, *, skip: int, limit: int, live_at: datetime | None
+        self,
+        scope: Scope,
+        prefix: tuple[str, ...],
+        where: ItemFilter,
+        *,
+        skip: int,
+        limit: int,
+        live_at: datetime | None,
     ) -> list[ItemRecord]:
         rows = await self._notes.run(
             "items/list",
