@@ -94,6 +94,10 @@ def to_filters(value: SearchFilters | dict[str, Any] | None) -> SearchFilters | 
 class GraphmemRetriever(BaseRetriever):
     """Notes of one scope for a query (vector, links or hybrid search), as Documents.
 
+    ``k`` is the number of Documents returned (fewer only when the scope has fewer matches). In the
+    ``links`` and ``hybrid`` modes a note reached along a typed link comes right after the hit it
+    was reached from and counts toward ``k``; with ``include_links=True`` the ``k`` best hits come
+    with all their linked notes on top (up to ``GRAPHMEM_LINKS_PER_HIT`` each).
     Per-call overrides go through `invoke` / `ainvoke` keyword arguments: ``k``, ``mode``, ``filters``.
     Sync `invoke` needs a ``MemoryService``; `ainvoke` works with either service.
     """
@@ -105,6 +109,7 @@ class GraphmemRetriever(BaseRetriever):
     k: int | None = None
     mode: SearchMode | None = None
     filters: SearchFilters | dict[str, Any] | None = None
+    include_links: bool = False
 
     _bridge: ServiceBridge = PrivateAttr()
 
@@ -118,6 +123,8 @@ class GraphmemRetriever(BaseRetriever):
 
         async def work(svc: AsyncMemoryService) -> list[Document]:
             hits = await svc.search(query, self.scope, k=use_k, mode=use_mode, filters=use_filters)
+            if not self.include_links:
+                hits = hits[: use_k if use_k is not None else svc.settings.search_k]
             return [hit_to_document(h) for h in hits]
 
         return work

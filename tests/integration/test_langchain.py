@@ -69,7 +69,9 @@ async def test_retriever_documents_and_per_call_options(scope: Scope, make_servi
     assert meta["context"].startswith("A note about") and meta["scope"] == str(scope)
     assert meta["user_id"] == scope.user_id and meta["created_at"]
 
-    linked = await retriever.ainvoke("pottery bowls market", mode="links")  # per-call override
+    assert [d.id for d in await retriever.ainvoke("pottery bowls market", mode="links")] == [second.note.id]  # k counts
+    wide = retriever.model_copy(update={"include_links": True})
+    linked = await wide.ainvoke("pottery bowls market", mode="links")  # per-call override
     assert [d.id for d in linked] == [second.note.id, first.note.id]
     assert linked[1].metadata["found_by"] == ["link"]
     assert linked[1].metadata["linked_via"][0]["type"] == "SUPPORTS"
