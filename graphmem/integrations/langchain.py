@@ -1,20 +1,21 @@
 """LangChain 1.x objects over graphmem: a retriever, a chat message history and memory tools.
 
 Every object takes a service (``AsyncMemoryService`` for async use, ``MemoryService`` for blocking and
-async use; see ``_bridge``) and a ``Scope`` fixed by the application. The scope is never an argument a
-model can see or choose: tools close over it.
+async use; see ``_bridge``) and a ``Scope`` fixed by the application, or, for the tools, read from the
+agent's runtime context at each call. The scope is never an argument a model can see or choose.
 
     retriever = GraphmemRetriever(service=svc, scope=scope, k=5)
     docs = await retriever.ainvoke("what does Caroline like?", mode="hybrid")
 
     history = GraphmemChatMessageHistory(svc, scope, session_id="s1", remember=True)
-    tools = memory_tools(svc, scope)          # remember, recall, link, forget
+    tools = memory_tools(svc, scope)          # remember, recall, link, forget, for one scope
+    tools = memory_tools(svc)                 # the same, scope from runtime.context at each call
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
@@ -27,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from graphmem.errors import GraphmemError, InvalidInputError
 from graphmem.integrations._bridge import MemoryLike, ServiceBridge, as_bridge
+from graphmem.integrations._scope import DEFAULT_CONTEXT_KEYS, scope_from_context
 from graphmem.models import LinkType, Note, Scope, SearchFilters, SearchHit, SearchMode, StoredMessage, check_id, iso
 from graphmem.ports import HistoryStore
 from graphmem.service.memory import AsyncMemoryService
@@ -266,37 +268,62 @@ def _line(hit: SearchHit) -> str:
 
 def memory_tools(
     service: MemoryLike,
-    scope: Scope,
+    scope: Scope | None = None,
     *,
     include: Sequence[str] = ("remember", "recall", "link", "forget"),
     search_mode: SearchMode | None = None,
+    context_keys: Mapping[str, str] = DEFAULT_CONTEXT_KEYS,
+    base: Scope | None = None,
 ) -> list[BaseTool]:
-    """Memory tools for an agent, bound to one scope chosen by the application.
+    """Memory tools for an agent: ``remember`` adds a note (A-MEM: enrich, link, evolve), ``recall``
+    searches (text for the model, Documents as the artifact), ``link`` links two notes, ``forget``
+    deletes one. Errors (unknown id, empty text, LLM failure) come back to the model as the tool's
+    text, not as exceptions.
 
-    ``remember`` adds a note (A-MEM: enrich, link, evolve), ``recall`` searches (text for the model,
-    Documents as the artifact), ``link`` links two notes, ``forget`` deletes one. Errors (unknown id,
-    empty text, LLM failure) come back to the model as the tool's text, not as exceptions.
+    The scope is never an argument the model sees. Either the application fixes it (``scope``), or,
+    with ``scope=None``, each call reads it from the agent's runtime context (LangGraph's
+    ``ToolRuntime``, injected by the tool node): ``context_keys`` maps scope parts to context
+    fields (default ``{"user_id": "user_id"}``; other parts from ``base``), so one compiled agent
+    serves many users.
     """
     bridge = as_bridge(service)
+    runtime_type: Any = None
+    if scope is None:
+        from langgraph.prebuilt import ToolRuntime  # only the runtime-scoped form needs LangGraph
+
+        runtime_type = ToolRuntime
+
+    def scope_of(runtime: Any) -> Scope:
+        if scope is not None:
+            return scope
+        if runtime is None or getattr(runtime, "context", None) is None:
+            raise InvalidInputError(
+                "these memory tools read the user from the agent's runtime context; run them in an agent "
+                "invoked with context=..."
+            )
+        return scope_from_context(runtime.context, context_keys, base)
 
     def both(work_of: Any) -> tuple[Any, Any]:
         """(sync func, coroutine) calling the same async work; graphmem errors become ToolException."""
 
-        def func(**kwargs: Any) -> Any:
+        def func(runtime: Any = None, **kwargs: Any) -> Any:
             try:
-                return bridge.run(work_of(**kwargs))
+                return bridge.run(work_of(scope_of(runtime), **kwargs))
             except GraphmemError as exc:
                 raise ToolException(f"error: {exc}") from exc
 
-        async def coroutine(**kwargs: Any) -> Any:
+        async def coroutine(runtime: Any = None, **kwargs: Any) -> Any:
             try:
-                return await bridge.arun(work_of(**kwargs))
+                return await bridge.arun(work_of(scope_of(runtime), **kwargs))
             except GraphmemError as exc:
                 raise ToolException(f"error: {exc}") from exc
 
+        if runtime_type is not None:  # the tool node injects `runtime`, hidden from the model
+            func.__annotations__ = {"runtime": runtime_type, "kwargs": Any, "return": Any}
+            coroutine.__annotations__ = {"runtime": runtime_type, "kwargs": Any, "return": Any}
         return func, coroutine
 
-    def remember(content: str, event_time: str | None = None) -> Any:
+    def remember(scope: Scope, content: str, event_time: str | None = None) -> Any:
         async def work(svc: AsyncMemoryService) -> str:
             result = await svc.add(content, scope, event_time=event_time)
             n = result.note
@@ -311,7 +338,7 @@ def memory_tools(
 
         return work
 
-    def recall(query: str, k: int = 5) -> Any:
+    def recall(scope: Scope, query: str, k: int = 5) -> Any:
         async def work(svc: AsyncMemoryService) -> tuple[str, list[Document]]:
             hits = await svc.search(query, scope, k=k, mode=search_mode)
             if not hits:
@@ -320,14 +347,16 @@ def memory_tools(
 
         return work
 
-    def link(source_id: str, target_id: str, type: str = LinkType.RELATED_TO.value, reason: str = "") -> Any:
+    def link(
+        scope: Scope, source_id: str, target_id: str, type: str = LinkType.RELATED_TO.value, reason: str = ""
+    ) -> Any:
         async def work(svc: AsyncMemoryService) -> str:
             made = await svc.link(source_id, target_id, scope, LinkType(type), reason)
             return f"linked {made.source_id} -[{made.type.value}]-> {made.target_id}"
 
         return work
 
-    def forget(note_id: str) -> Any:
+    def forget(scope: Scope, note_id: str) -> Any:
         async def work(svc: AsyncMemoryService) -> str:
             try:
                 check_id(note_id, "note id")

@@ -22,9 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import hashlib
 import json
-import re
 import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -48,23 +46,15 @@ from langgraph.store.base import (
 
 from graphmem.errors import InvalidInputError
 from graphmem.integrations._bridge import MemoryLike, as_bridge
-from graphmem.models import ID_PATTERN, Scope, StoredItem
+from graphmem.integrations._scope import scope_id
+from graphmem.models import Scope, StoredItem
 from graphmem.service.items import ItemPut, ItemService, value_json
 from graphmem.service.memory import AsyncMemoryService
 
 __all__ = ["GraphmemStore", "scope_id"]
 
-_ID_RE = re.compile(ID_PATTERN)
-_HASHED = "lg:"
 _PARTS = ("user_id", "agent_id", "run_id")
 _SCOPE_PAGE = 1000
-
-
-def scope_id(label: str) -> str:
-    """The scope id for a namespace label: the label itself when it is a graphmem id, else a hash."""
-    if _ID_RE.fullmatch(label) and not label.startswith(_HASHED):
-        return label
-    return _HASHED + hashlib.sha256(label.encode("utf-8", "surrogatepass")).hexdigest()[:40]
 
 
 def _ns_order(namespace: Sequence[str]) -> str:
