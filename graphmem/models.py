@@ -38,6 +38,26 @@ def check_id(value: str, what: str = "id") -> str:
     return value
 
 
+MAX_SESSION_ID_CHARS = 1024
+
+
+def check_session_id(value: Any) -> str:
+    """A chat session id as an application passes it (LangChain's are free text: slashes, spaces,
+    any script): non-empty text of at most 1,024 characters, without control characters or lone
+    surrogates. Stored and found exactly as given."""
+    if not isinstance(value, str) or not value:
+        raise InvalidInputError(f"session_id must be non-empty text, got {value!r:.60}")
+    if len(value) > MAX_SESSION_ID_CHARS:
+        raise InvalidInputError(f"session_id has {len(value)} characters, over the limit of {MAX_SESSION_ID_CHARS}")
+    if CONTROL_CHARS.search(value) or "\x00" in value:
+        raise InvalidInputError("session_id contains control characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInputError("session_id is not valid Unicode text (lone surrogates)") from None
+    return value
+
+
 def validate_content(value: Any, max_chars: int, *, what: str = "content") -> str:
     """Refuse what cannot be stored text: non-text, empty, oversized, control characters, invalid UTF-8.
 

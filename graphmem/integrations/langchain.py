@@ -29,7 +29,18 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 from graphmem.errors import GraphmemError, InvalidInputError
 from graphmem.integrations._bridge import MemoryLike, ServiceBridge, as_bridge
 from graphmem.integrations._scope import DEFAULT_CONTEXT_KEYS, scope_from_context
-from graphmem.models import LinkType, Note, Scope, SearchFilters, SearchHit, SearchMode, StoredMessage, check_id, iso
+from graphmem.models import (
+    LinkType,
+    Note,
+    Scope,
+    SearchFilters,
+    SearchHit,
+    SearchMode,
+    StoredMessage,
+    check_id,
+    check_session_id,
+    iso,
+)
 from graphmem.ports import HistoryStore
 from graphmem.service.memory import AsyncMemoryService
 
@@ -165,7 +176,8 @@ class GraphmemChatMessageHistory(BaseChatMessageHistory):
     Args:
         service: AsyncMemoryService (async API only) or MemoryService (both).
         scope: whose conversation it is; every node carries it.
-        session_id: the conversation (letters, digits, ``_ . : @ -``; up to 128 characters).
+        session_id: the conversation: any text an application uses (slashes, spaces, any script;
+            up to 1,024 characters), stored and found exactly as given.
         remember: also turn each human / AI message with text into a graphmem note (A-MEM add:
             enrichment, links, evolution). Tool messages and AI messages without text are only kept
             in the history.
@@ -183,7 +195,7 @@ class GraphmemChatMessageHistory(BaseChatMessageHistory):
     ) -> None:
         self._bridge = as_bridge(service)
         self.scope = scope
-        self.session_id = check_id(session_id, "session_id")
+        self.session_id = check_session_id(session_id)
         self.remember = remember
         self.window = window
 
@@ -198,13 +210,18 @@ class GraphmemChatMessageHistory(BaseChatMessageHistory):
         stored = [
             StoredMessage(type=m.type, data_json=json.dumps(message_to_dict(m), ensure_ascii=False)) for m in messages
         ]
+        for row in stored:  # a lone surrogate (from a bad decode upstream) cannot be stored as UTF-8
+            try:
+                row.data_json.encode("utf-8")
+            except UnicodeEncodeError:
+                raise InvalidInputError("a chat message is not valid Unicode text (lone surrogates)") from None
         await self._store(svc).append(self.scope, self.session_id, stored)
         if self.remember:
             for m in messages:
                 text = str(m.text).strip() if m.type in ("human", "ai") else ""
                 if not text:
                     continue
-                meta = {"role": m.type, "session_id": self.session_id}
+                meta = {"role": m.type, "session_id": self.session_id[:1000]}
                 if m.name:
                     meta["name"] = m.name[:200]
                 await svc.add(text, self.scope, source_id=m.id or None, metadata=meta, category="chat")

@@ -22,7 +22,7 @@ from neo4j.exceptions import (
     TransientError,
 )
 
-from graphmem.errors import StoreUnavailableError
+from graphmem.errors import InvalidInputError, StoreUnavailableError
 
 DB_NOT_FOUND = "Neo.ClientError.Database.DatabaseNotFound"
 # Transactions the server ended (shutdown, time limit): reported as ClientError, never retried.
@@ -126,9 +126,12 @@ def explain(exc: BaseException, target: Target, *, connecting: bool = False) -> 
 
 @contextmanager
 def translate_errors(target: Target, *, connecting: bool = False) -> Iterator[None]:
-    """Re-raise the driver failures the table knows as StoreUnavailableError; others unchanged."""
+    """Re-raise the driver failures the table knows as StoreUnavailableError, text the driver cannot
+    encode (lone surrogates) as InvalidInputError; others unchanged."""
     try:
         yield
+    except UnicodeEncodeError:  # the caller's text, refused by the driver's UTF-8 encoder: bad input
+        raise InvalidInputError("text is not valid Unicode (lone surrogates); it cannot be stored") from None
     except Exception as exc:
         mapped = explain(exc, target, connecting=connecting)
         if mapped is None or mapped is exc:

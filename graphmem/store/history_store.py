@@ -10,18 +10,25 @@ Every node carries ``user_id``, ``agent_id``, ``run_id`` and every query matches
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import re
 from collections.abc import Sequence
 
-from graphmem.models import Scope, SessionInfo, StoredMessage, check_id, utcnow
+from graphmem.models import ID_PATTERN, Scope, SessionInfo, StoredMessage, check_session_id, utcnow
 from graphmem.store.neo4j_store import Neo4jNoteStore
 from graphmem.store.records import session_from_record
 
 _ALL = 1_000_000_000  # "no window": LIMIT needs a number
+_ID_RE = re.compile(ID_PATTERN)
 
 
 def session_key(scope: Scope, session_id: str) -> str:
-    """Scope parts and session ids cannot contain '/', so the key is unambiguous."""
-    return f"{scope}/{session_id}"
+    """The session's unique key. Scope parts contain no '/', so ``scope/`` is unambiguous; a session
+    id that is a graphmem id follows as it is (the keys of databases written before free-text ids),
+    any other after '~' (never in an id) as its SHA-256, so the key stays short enough to index."""
+    if _ID_RE.fullmatch(session_id):
+        return f"{scope}/{session_id}"
+    return f"{scope}/~{hashlib.sha256(session_id.encode('utf-8')).hexdigest()}"
 
 
 class Neo4jHistoryStore:
@@ -48,7 +55,7 @@ class Neo4jHistoryStore:
 
     @staticmethod
     def _check(scope: Scope, session_id: str) -> str:
-        check_id(session_id, "session_id")
+        check_session_id(session_id)
         return session_key(scope, session_id)
 
     async def append(self, scope: Scope, session_id: str, messages: Sequence[StoredMessage]) -> int:

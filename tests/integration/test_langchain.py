@@ -20,6 +20,7 @@ from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.runnables import RunnableLambda
 from langchain_core.runnables.history import RunnableWithMessageHistory
 
+from graphmem.errors import InvalidInputError
 from graphmem.integrations.langchain import GraphmemChatMessageHistory, GraphmemRetriever, memory_tools
 from graphmem.models import Scope
 from graphmem.service.sync import MemoryService
@@ -156,8 +157,28 @@ async def test_history_is_lossless_windowed_and_scoped(
 
     await history.aclear()
     assert await history.aget_messages() == []
-    with pytest.raises(ValueError, match="session_id"):
-        GraphmemChatMessageHistory(svc, scope, "bad session id")
+    for bad in ["", "x" * 1025, "nul\x00", "lone \ud800"]:
+        with pytest.raises(InvalidInputError, match="session_id"):
+            GraphmemChatMessageHistory(svc, scope, bad)
+
+
+async def test_history_session_ids_of_any_shape(scope: Scope, make_service: Any, chat_cleanup: None) -> None:
+    """LangChain apps pass ids like 'user/42/chat 7', 'Zoë', UUIDs with prefixes, long keys."""
+    svc, _ = await make_service()
+    ids = ["a/b/c", "with space", "Zoë Ångström 名前", "é" * 300, "s" * 1024, "slack:T1/C2/1700000000.0001", "zz\n"]
+    for i, sid in enumerate(ids):
+        await GraphmemChatMessageHistory(svc, scope, sid).aadd_messages([HumanMessage(f"message {i}")])
+    for i, sid in enumerate(ids):
+        assert [m.content for m in await GraphmemChatMessageHistory(svc, scope, sid).aget_messages()] == [
+            f"message {i}"
+        ]
+    assert await GraphmemChatMessageHistory(svc, scope, "zz").aget_messages() == []  # not an alias of "zz\n"
+    stored = {s.session_id for s in await svc.histories.sessions(scope, limit=20)}
+    assert stored == set(ids)  # stored as given
+    bad = GraphmemChatMessageHistory(svc, scope, "s1", remember=True)
+    with pytest.raises(InvalidInputError, match="Unicode"):
+        await bad.aadd_messages([HumanMessage("lone \udc80 surrogate")])
+    assert await bad.aget_messages() == [] and await svc.count(scope) == 0  # nothing half-written
 
 
 async def test_history_remember_turns_chat_into_notes(scope: Scope, make_service: Any, chat_cleanup: None) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from neo4j.exceptions import ClientError, ConstraintError, Neo4jError, ServiceUnavailable
 
-from graphmem.errors import StoreUnavailableError
+from graphmem.errors import InvalidInputError, StoreUnavailableError
 from graphmem.store.errors import CredentialsRefusedError, Target, explain, translate_errors
 
 T = Target(uri="bolt://db:7687", username="neo4j", database="mem")
@@ -63,3 +63,10 @@ def test_a_translated_error_keeps_its_cause() -> None:
     assert isinstance(
         ClientError._hydrate_neo4j(code="Neo.ClientError.Database.DatabaseNotFound", message=""), ClientError
     )
+
+
+def test_text_the_driver_cannot_encode_is_invalid_input() -> None:
+    """A lone surrogate reaches the driver's UTF-8 encoder only through a path that skipped
+    validation; it is the caller's bad input (422), not a crash."""
+    with pytest.raises(InvalidInputError, match="Unicode"), translate_errors(T):
+        "\ud800".encode()

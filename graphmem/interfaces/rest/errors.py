@@ -23,6 +23,7 @@ from graphmem.errors import (
     SchemaMismatchError,
     StoreUnavailableError,
 )
+from graphmem.interfaces.rest.schemas import ErrorBody
 
 log = logging.getLogger("graphmem.interfaces.rest")
 
@@ -43,6 +44,28 @@ _HTTP_CODES = {
     405: "method_not_allowed",
     413: "payload_too_large",
 }
+
+
+# What each error status means, for the OpenAPI declarations (``error_responses``).
+ERROR_MEANINGS: dict[int, str] = {
+    400: "bad request: the scope named twice with different values, or an invalid Content-Length",
+    401: "missing or invalid API key",
+    403: "the API key is bound to another scope",
+    404: "no such note in this scope",
+    409: "the note id is already in use",
+    413: "request body over the limit",
+    422: "invalid input: a field, a parameter or the scope (details list each problem)",
+    500: "internal error (see the server log)",
+    502: "the LLM failed after its retries",
+    503: "Neo4j or the local model is unavailable, or the API is still starting",
+}
+# Every authenticated route can answer these.
+COMMON_ERRORS = (400, 401, 403, 413, 422, 500, 503)
+
+
+def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` for error statuses, each with the one error body the API sends."""
+    return {status: {"model": ErrorBody, "description": ERROR_MEANINGS[status]} for status in statuses}
 
 
 class ApiError(Exception):

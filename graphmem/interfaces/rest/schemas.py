@@ -1,5 +1,7 @@
 """Request and response bodies of the REST API (graphmem.interfaces.rest): the OpenAPI schema."""
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
@@ -14,6 +16,20 @@ from graphmem.models import (
     SearchHit,
     SearchMode,
 )
+
+
+class ErrorDetail(BaseModel):
+    code: str = Field(description="a stable word for the error: unauthorized, not_found, invalid_input, ...")
+    message: str = Field(description="what went wrong, for people")
+    details: list[dict[str, Any]] | None = Field(
+        None, description="for 422: one entry per problem, with loc (where) and msg (what)"
+    )
+
+
+class ErrorBody(BaseModel):
+    """Every error the API answers, whatever its status: ``{"error": {"code", "message", "details"?}}``."""
+
+    error: ErrorDetail
 
 
 class ScopeFields(BaseModel):

@@ -7,13 +7,21 @@ from fastapi.responses import JSONResponse
 
 from graphmem._version import __version__
 from graphmem.errors import StoreUnavailableError
+from graphmem.interfaces.rest.errors import error_responses
 from graphmem.interfaces.rest.schemas import Health
 from graphmem.service.memory import AsyncMemoryService
 
 router = APIRouter(tags=["meta"])
 
 
-@router.get("/health", response_model=Health)
+@router.get(
+    "/health",
+    response_model=Health,
+    responses={
+        503: {"model": Health, "description": "starting, or Neo4j unavailable"},
+        500: error_responses(500)[500],
+    },
+)
 async def health(request: Request) -> JSONResponse:
     """Is the API up and Neo4j reachable? Answers while the local model is still starting. No auth."""
     svc: AsyncMemoryService | None = getattr(request.app.state, "service", None)

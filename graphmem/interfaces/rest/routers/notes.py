@@ -8,6 +8,7 @@ from fastapi import APIRouter, Query, Response
 
 from graphmem.errors import NoteNotFoundError
 from graphmem.interfaces.rest.deps import Auth, Given, Svc, resolve_scope
+from graphmem.interfaces.rest.errors import COMMON_ERRORS, error_responses
 from graphmem.interfaces.rest.schemas import (
     AddResultOut,
     HistoryResponse,
@@ -22,14 +23,17 @@ from graphmem.interfaces.rest.schemas import (
 )
 from graphmem.models import Link
 
-router = APIRouter(prefix="/v1/notes", tags=["notes"])
+router = APIRouter(prefix="/v1/notes", tags=["notes"], responses=error_responses(*COMMON_ERRORS))
 
 
 @router.post(
     "",
     response_model=AddResultOut,
     status_code=201,
-    responses={200: {"description": "already stored (same note_id, or same content with dedupe_content)"}},
+    responses={
+        200: {"description": "already stored (same note_id, or same content with dedupe_content)"},
+        **error_responses(404, 409, 502),
+    },
 )
 async def add_note(body: NoteCreate, who: Auth, given: Given, svc: Svc, response: Response) -> AddResultOut:
     """Add a memory the A-MEM way: construct the note, link it, evolve its neighbours."""
@@ -73,25 +77,25 @@ async def list_notes(
     )
 
 
-@router.get("/{note_id}", response_model=NoteOut)
+@router.get("/{note_id}", response_model=NoteOut, responses=error_responses(404))
 async def get_note(note_id: str, who: Auth, given: Given, svc: Svc) -> NoteOut:
     """One note of the scope."""
     return note_out(await svc.get(note_id, resolve_scope(who, given)))
 
 
-@router.put("/{note_id}", response_model=AddResultOut)
+@router.put("/{note_id}", response_model=AddResultOut, responses=error_responses(404, 502))
 async def replace_note(note_id: str, body: NoteUpdate, who: Auth, given: Given, svc: Svc) -> AddResultOut:
     """Replace the content: re-enrich, re-embed, keep the previous values as a version."""
     return add_result_out(await svc.update(note_id, resolve_scope(who, given, body), body.content))
 
 
-@router.patch("/{note_id}", response_model=AddResultOut)
+@router.patch("/{note_id}", response_model=AddResultOut, responses=error_responses(404, 502))
 async def update_note(note_id: str, body: NoteUpdate, who: Auth, given: Given, svc: Svc) -> AddResultOut:
     """Same as PUT: content is the only field a client may change."""
     return add_result_out(await svc.update(note_id, resolve_scope(who, given, body), body.content))
 
 
-@router.delete("/{note_id}", status_code=204)
+@router.delete("/{note_id}", status_code=204, responses=error_responses(404))
 async def delete_note(note_id: str, who: Auth, given: Given, svc: Svc) -> Response:
     """Delete a note with its versions and links."""
     if not await svc.delete(note_id, resolve_scope(who, given)):
@@ -99,20 +103,20 @@ async def delete_note(note_id: str, who: Auth, given: Given, svc: Svc) -> Respon
     return Response(status_code=204)
 
 
-@router.get("/{note_id}/links", response_model=LinksResponse)
+@router.get("/{note_id}/links", response_model=LinksResponse, responses=error_responses(404))
 async def note_links(note_id: str, who: Auth, given: Given, svc: Svc) -> LinksResponse:
     """The note's typed links, both directions."""
     return LinksResponse(links=await svc.links(note_id, resolve_scope(who, given)))
 
 
-@router.post("/{note_id}/links", response_model=Link, status_code=201)
+@router.post("/{note_id}/links", response_model=Link, status_code=201, responses=error_responses(404))
 async def add_link(note_id: str, body: LinkCreate, who: Auth, given: Given, svc: Svc) -> Link:
     """Link this note to another note of the scope."""
     scope = resolve_scope(who, given, body)
     return await svc.link(note_id, body.target_id, scope, body.type, body.reason, body.strength)
 
 
-@router.get("/{note_id}/history", response_model=HistoryResponse)
+@router.get("/{note_id}/history", response_model=HistoryResponse, responses=error_responses(404))
 async def note_history(note_id: str, who: Auth, given: Given, svc: Svc) -> HistoryResponse:
     """Previous versions (evolution by later notes, updates), oldest first."""
     return HistoryResponse(versions=await svc.history(note_id, resolve_scope(who, given)))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from graphmem.interfaces.rest.deps import Auth, Given, Svc, resolve_scope
+from graphmem.interfaces.rest.errors import COMMON_ERRORS, error_responses
 from graphmem.interfaces.rest.schemas import (
     AskRequest,
     AskResultOut,
@@ -14,7 +15,7 @@ from graphmem.interfaces.rest.schemas import (
     hit_out,
 )
 
-router = APIRouter(prefix="/v1", tags=["retrieval"])
+router = APIRouter(prefix="/v1", tags=["retrieval"], responses=error_responses(*COMMON_ERRORS))
 
 
 @router.post("/search", response_model=SearchResponse)
@@ -25,7 +26,7 @@ async def search(body: SearchRequest, who: Auth, given: Given, svc: Svc) -> Sear
     return SearchResponse(hits=[hit_out(h) for h in hits])
 
 
-@router.post("/ask", response_model=AskResultOut)
+@router.post("/ask", response_model=AskResultOut, responses=error_responses(502))
 async def ask(body: AskRequest, who: Auth, given: Given, svc: Svc) -> AskResultOut:
     """Answer a question from the scope's notes (within a token budget), with the notes used."""
     scope = resolve_scope(who, given, body)
