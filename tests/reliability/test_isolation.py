@@ -106,11 +106,11 @@ def world(settings: Settings, neo4j_driver: Any) -> Iterator[tuple[MemoryService
             w.other_ids.extend(n.id for n in svc.list(sc, limit=100))
         for t in TEXTS:
             w.a_ids.append(svc.add(t, w.a, enrich=False).note.id)
-        yield svc, w, GraphmemStore(svc, search_mode="hybrid")
+        yield svc, w, GraphmemStore(svc, user_label=1, agent_label=2, run_label=3)
     finally:
         svc.close()
         neo4j_driver.execute_query(
-            "MATCH (n) WHERE (n:Note OR n:NoteVersion) AND n.user_id STARTS WITH $u DETACH DELETE n",
+            "MATCH (n) WHERE (n:Note OR n:NoteVersion OR n:StoreItem) AND n.user_id STARTS WITH $u DETACH DELETE n",
             {"u": user},
             database_=settings.neo4j_database,
         )
@@ -212,9 +212,10 @@ def test_no_operation_on_a_scope_reaches_another(
                 svc.history(other_id, w.a)
         elif op == "lg_search":
             items = store.search(ns_a, query=text, limit=k)
-            assert all(i.namespace == ns_a for i in items)
+            assert all(tuple(i.namespace) == ns_a for i in items)
+            assert store.scope_of(ns_a) == w.a
         elif op == "lg_get":
-            assert store.get(ns_a, other_id) is None  # a plain note's id as key: only inside the namespace
+            assert store.get(ns_a, other_id) is None  # a note's id is no item key: items are not notes
         elif op == "lg_put":
             store.put(ns_a, f"k{n % 5}", {"text": f"{text} {n}"})
         elif op == "lg_list":
