@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
+import logging
 import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -54,6 +55,28 @@ from graphmem.service.memory import AsyncMemoryService
 __all__ = ["GraphmemStore", "scope_id"]
 
 _PARTS = ("user_id", "agent_id", "run_id")
+_LEGACY_KEY = "lg_key"
+log = logging.getLogger(__name__)
+
+
+def _legacy_item(metadata: dict[str, str]) -> tuple[str, dict[str, Any]]:
+    """Key and value of an item of the earlier store: the key as JSON in ``lg_key``, the value as
+    compact JSON in pieces ``lg_v00``, ``lg_v01``, ... each wrapped in '|'."""
+    key = json.loads(metadata[_LEGACY_KEY])
+    pieces = []
+    for i in range(100):
+        piece = metadata.get(f"lg_v{i:02d}")
+        if piece is None:
+            break
+        if len(piece) < 2 or piece[0] != "|" or piece[-1] != "|":
+            raise ValueError("not a value piece")
+        pieces.append(piece[1:-1])
+    value = json.loads("".join(pieces))
+    if not isinstance(key, str) or not isinstance(value, dict):
+        raise ValueError("not an item")
+    return key, value
+
+
 _SCOPE_PAGE = 1000
 
 
@@ -273,6 +296,46 @@ class GraphmemStore(BaseStore):
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         listed = list(ops)
         result: list[Result] = await self._bridge.arun(lambda svc: self._run_ops(svc, listed))
+        return result
+
+    # --- items of graphmem's earlier store ----------------------------------------------------------
+
+    async def _migrate(self, svc: AsyncMemoryService, user_id: str | None) -> tuple[int, int]:
+        moved = skipped = 0
+        for scope in await svc.scopes(user_id):
+            offset = 0
+            while True:
+                page = await svc.list(scope, limit=1000, offset=offset)
+                deleted = 0
+                for note in (n for n in page if _LEGACY_KEY in n.metadata):
+                    try:
+                        key, value = _legacy_item(note.metadata)
+                    except (ValueError, TypeError):  # not one of the earlier store's items after all
+                        log.warning("graphmem: note %s has lg_* metadata that is no store item; left as it is", note.id)
+                        skipped += 1
+                        continue
+                    parts = [scope.user_id, scope.agent_id, scope.run_id]
+                    while len(parts) > 1 and parts[-1] == "default":  # the earlier store's shortest form
+                        parts.pop()
+                    await self._run_ops(svc, [PutOp(("graphmem", *parts), key, value)])
+                    await svc.delete(note.id, scope)
+                    moved += 1
+                    deleted += 1
+                if len(page) < 1000:
+                    break
+                offset += len(page) - deleted  # the moved notes are gone: the next page starts earlier
+        return moved, skipped
+
+    def migrate_legacy_notes(self, user_id: str | None = None) -> tuple[int, int]:
+        """Move the items graphmem's earlier LangGraph store kept as notes (``lg_*`` metadata; namespace
+        ``("graphmem", user[, agent[, run]])``) into this store, deleting each note once its item is
+        written (so a rerun continues). Build the store with ``user_label=1, agent_label=2,
+        run_label=3`` to keep them in their scopes. Returns (moved, skipped)."""
+        result: tuple[int, int] = self._bridge.run(lambda svc: self._migrate(svc, user_id))
+        return result
+
+    async def amigrate_legacy_notes(self, user_id: str | None = None) -> tuple[int, int]:
+        result: tuple[int, int] = await self._bridge.arun(lambda svc: self._migrate(svc, user_id))
         return result
 
     # --- TTL --------------------------------------------------------------------------------------

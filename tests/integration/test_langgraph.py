@@ -123,3 +123,24 @@ def test_blocking_store_and_sweeper_thread(user: str, settings: Any, embedder: A
         assert store.stop_ttl_sweeper(timeout=5) and done.result(timeout=1) is None
         store.delete(ns, "a")
         assert store.get(ns, "a") is None
+
+
+async def test_items_of_the_earlier_store_move_over(user: str, make_service: Any) -> None:
+    """The earlier store kept items as notes (lg_* metadata); the migration writes them as items in
+    the same scope and namespace and deletes the notes; a note that only looks like one stays."""
+    svc, _ = await make_service()
+    coach = Scope(user_id=user, agent_id="coach")
+    value = '{"name":"bob","likes":["tea"],"pad":"' + "x" * 1500 + '"}'
+    pieces = {f"lg_v{i:02d}": f"|{value[j : j + 998]}|" for i, j in enumerate(range(0, len(value), 998))}
+    meta = {"lg_key": '"profile"', "lg_created": "2026-01-01T00:00:00+00:00", **pieces}
+    old = await svc.add("bob likes tea", coach, note_id=f"lg-{uuid.uuid4().hex}", metadata=meta, enrich=False)
+    odd = await svc.add("looks like one", coach, metadata={"lg_key": "not json"}, enrich=False)
+    plain = await svc.add("a plain note", coach, enrich=False)
+    store = GraphmemStore(svc, user_label=1, agent_label=2, run_label=3)
+    assert await store.amigrate_legacy_notes(user_id=user) == (1, 1)
+    item = await store.aget(("graphmem", user, "coach"), "profile")
+    assert item is not None and item.value == {"name": "bob", "likes": ["tea"], "pad": "x" * 1500}
+    assert store.scope_of(("graphmem", user, "coach")) == coach
+    assert {n.id for n in await svc.list(coach)} == {odd.note.id, plain.note.id}
+    assert old.note.id not in {n.id for n in await svc.list(coach)}
+    assert await store.amigrate_legacy_notes(user_id=user) == (0, 1)  # a rerun finds nothing more to move
