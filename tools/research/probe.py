@@ -60,8 +60,17 @@ def tenant_name(i: int) -> str:
     return f"t{i:03d}"
 
 
-def load_corpus(data: Path, n: int) -> tuple[np.ndarray, list[str]]:
-    vecs = np.load(data / "notes.npy") if (data / "notes.npy").exists() else np.load(data / "notes.partial.npy")
+def load_corpus(data: Path, n: int, random: bool = False) -> tuple[np.ndarray, list[str]]:
+    if random:  # the issue's hard case: uniformly random unit vectors (no text)
+        rnd = np.random.default_rng(3).normal(size=(n, 384))
+        return rnd / np.linalg.norm(rnd, axis=1, keepdims=True), [""] * n
+    for _ in range(20):  # corpus.py may be rewriting its partial file right now
+        try:
+            done = data / "notes.npy"
+            vecs = np.load(done if done.exists() else data / "notes.partial.npy")
+            break
+        except ValueError:
+            time.sleep(3)
     texts = json.loads((data / "notes.json").read_text())
     if len(vecs) < n:
         sys.exit(f"only {len(vecs)} notes embedded so far; ask for --n {len(vecs)} or wait")
@@ -71,14 +80,18 @@ def load_corpus(data: Path, n: int) -> tuple[np.ndarray, list[str]]:
 
 
 def cmd_load(args: argparse.Namespace) -> None:
-    vecs, texts = load_corpus(args.data, args.n)
+    """Load notes [--rows-from, --rows-to) of an --n note layout (tenants depend on --n only), so a
+    corpus still being embedded can be loaded in parts."""
+    end = args.rows_to or args.n
+    vecs, texts = load_corpus(args.data, end, args.random)
     owner = tenants(args.n)
     with GraphDatabase.driver(args.uri, notifications_min_severity="OFF") as driver:
-        if run(driver, "count")[0]["notes"]:
-            sys.exit("the database holds notes already: `probe.py wipe` first")
+        have = run(driver, "count")[0]["notes"]
+        if have != args.rows_from:
+            sys.exit(f"the database holds {have} notes, not --rows-from {args.rows_from}: `probe.py wipe` first?")
         run(driver, "scope_index")
         t0 = time.monotonic()
-        for i in range(0, args.n, 2000):
+        for i in range(args.rows_from, end, 2000):
             rows = [
                 {
                     "id": f"n{j:06d}",
@@ -86,10 +99,18 @@ def cmd_load(args: argparse.Namespace) -> None:
                     "content": texts[j],
                     "embedding": vecs[j].tolist(),
                 }
-                for j in range(i, min(i + 2000, args.n))
+                for j in range(i, min(i + 2000, end))
             ]
             run(driver, "load_notes", rows=rows)
-        print(json.dumps({"loaded": args.n, "seconds": round(time.monotonic() - t0, 1), "load_avg": os.getloadavg()}))
+        print(
+            json.dumps(
+                {
+                    "loaded": end - args.rows_from,
+                    "seconds": round(time.monotonic() - t0, 1),
+                    "load_avg": os.getloadavg(),
+                }
+            )
+        )
 
 
 def cmd_wipe(args: argparse.Namespace) -> None:
@@ -149,17 +170,21 @@ def summary(ms: list[float]) -> dict[str, float]:
 
 
 def cmd_recall(args: argparse.Namespace) -> None:
-    vecs, _ = load_corpus(args.data, args.n)
+    vecs, _ = load_corpus(args.data, args.n, args.random)
     owner = tenants(args.n)
     queries = np.load(args.data / "queries.npy").astype(np.float64)
+    if args.random:
+        queries = np.random.default_rng(4).normal(size=(len(queries), 384))
+        queries /= np.linalg.norm(queries, axis=1, keepdims=True)
     rng = np.random.default_rng(5)
     picked = queries[rng.choice(len(queries), size=min(args.queries, len(queries)), replace=False)]
     methods: list[str] = args.methods.split(",")
     out: dict[str, Any] = {"uri": args.uri, "line": args.line, "n": args.n, "queries": len(picked), "k": args.k}
+    out["data"] = "random unit vectors" if args.random else "MiniLM embeddings of LoCoMo text"
     out["load_avg_start"] = os.getloadavg()
     with GraphDatabase.driver(args.uri, notifications_min_severity="OFF") as driver:
         out["index"] = run(driver, "show_vector_index")
-        for tenant in (SMALL, BIG):
+        for tenant in args.tenants.split(","):
             members = np.flatnonzero(owner == int(tenant[1:]))
             scope = {"user_id": tenant, **SCOPE}
             truth = [exact_topk(vecs, members, qv, args.k) for qv in picked]
@@ -168,7 +193,10 @@ def cmd_recall(args: argparse.Namespace) -> None:
                 lat: list[float] = []
                 rec: list[float] = []
                 extra: list[int] = []
+                cpu0 = 0.0
                 for i, qv in enumerate([*picked[:10], *picked]):  # the first 10: warm-up, not counted
+                    if i == 10:
+                        cpu0 = _cpu_ms(args.pid)
                     emb = qv.tolist()
                     if method.startswith("search_x"):
                         mult = int(method.removeprefix("search_x"))
@@ -193,6 +221,8 @@ def cmd_recall(args: argparse.Namespace) -> None:
                         want = truth[i - 10]
                         rec.append(len(set(ids) & set(want)) / len(want))
                 entry: dict[str, Any] = {**summary(lat), "recall@10": round(float(np.mean(rec)), 4)}
+                if args.pid:  # server CPU per query: far less sensitive to the machine's load than wall time
+                    entry["server_cpu_ms"] = round((_cpu_ms(args.pid) - cpu0) / len(lat), 2)
                 entry["recall_min"] = round(float(np.min(rec)), 2)
                 if extra:
                     entry["final_fetch_k"] = {str(v): extra.count(v) for v in sorted(set(extra))}
@@ -256,9 +286,28 @@ def cmd_floor(args: argparse.Namespace) -> None:
     print(json.dumps(out, indent=1))
 
 
+def cmd_serve(args: argparse.Namespace) -> None:
+    """Start the managed server of the environment's settings (GRAPHMEM_NEO4J_LINE, NEO4J_URI, ...)
+    with a JVM flag variant, for the floor and vector-speed comparisons. JAVA_HOME picks the Java
+    (when it fits the line). Stop it with `graphmem neo4j stop`."""
+    from dataclasses import replace
+
+    from graphmem.config import load_settings
+    from graphmem.local.neo4j_server import LocalNeo4j
+
+    server = LocalNeo4j(load_settings(), report=lambda msg: print(msg, file=sys.stderr))
+    flags = tuple(f for f in server.line.jvm_flags if not (args.no_vector_flags and "vector" in f))
+    server.line = replace(server.line, jvm_flags=flags + tuple(args.extra_flag or ()))
+    result = server.start(timeout=300)
+    print(json.dumps({"pid": result.status.pid, "java": result.status.java, "flags": list(server.line.jvm_flags)}))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
+    serve = sub.add_parser("serve")
+    serve.add_argument("--no-vector-flags", action="store_true", help="without the Vector API module and Lucene flag")
+    serve.add_argument("--extra-flag", action="append", help="another JVM flag (repeatable)")
     for name in ("load", "wipe", "index", "recall", "floor"):
         p = sub.add_parser(name)
         p.add_argument("--uri", required=True)
@@ -274,8 +323,14 @@ def main() -> None:
         p.add_argument("--methods", default="post_filter,exact_scan")
         p.add_argument("--repeat", type=int, default=2000)
         p.add_argument("--out")
+        p.add_argument("--rows-from", type=int, default=0, help="load: first row (the notes already loaded)")
+        p.add_argument("--rows-to", type=int, default=0, help="load: end row (default --n)")
+        p.add_argument("--tenants", default=f"{SMALL},{BIG}", help="recall: tenants to search (t002..t099: 0.49 %%)")
+        p.add_argument("--random", action="store_true", help="random unit vectors instead of the corpus")
         p.add_argument("--pid", type=int, help="floor: the server's pid, for its CPU time per query")
     args = ap.parse_args()
+    if args.cmd == "serve":
+        return cmd_serve(args)
     if args.cmd == "recall":
         args.queries = int(args.queries)
     {"load": cmd_load, "wipe": cmd_wipe, "index": cmd_index, "recall": cmd_recall, "floor": cmd_floor}[args.cmd](args)
