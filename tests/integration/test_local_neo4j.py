@@ -81,6 +81,16 @@ def test_start_reuses_the_running_server(neo4j_server: Any, settings: Settings) 
     assert result.status.pid == LocalNeo4j(settings).pid()
 
 
+def test_the_other_line_on_the_same_ports_is_named(neo4j_server: Any, settings: Settings) -> None:
+    """Switching the line with the other line's server still running: say which server holds the port."""
+    if not neo4j_server.managed:
+        pytest.skip("the session's Neo4j is not the graphmem-managed one")
+    other = "2026" if settings.neo4j_line == "5.26" else "5.26"
+    switched = settings.model_copy(update={"neo4j_line": other, "neo4j_version": None})
+    with pytest.raises(LocalServiceError, match=rf"taken by this home's Neo4j {settings.neo4j_line} server"):
+        LocalNeo4j(switched).start(timeout=5)
+
+
 def test_browser_is_served(settings: Settings) -> None:
     url = f"http://127.0.0.1:{settings.neo4j_http_port}/browser/"
     with urllib.request.urlopen(url, timeout=10) as response:
