@@ -21,6 +21,9 @@ LocalModel = Literal["qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b"]
 ResolvedMethod = Literal["json_schema", "function_calling", "json_mode"]  # how structured output is asked for
 StructuredMethod = Literal["auto", ResolvedMethod]
 EmbedTextVariant = Literal["full", "content", "amem"]
+Neo4jLine = Literal["5.26", "2026"]
+# The version of each line that graphmem tests and the local server fetches unless told otherwise.
+NEO4J_PINNED: dict[str, str] = {"5.26": "5.26.30", "2026": "2026.08.1"}
 
 
 def _default_home() -> Path:
@@ -50,7 +53,8 @@ class Settings(BaseSettings):
 
     # --- local Neo4j managed by `graphmem neo4j ...` ---
     home: Path = Field(default_factory=_default_home, description="data folder outside the repo")
-    neo4j_version: str = "5.26.30"
+    neo4j_line: Neo4jLine = "5.26"
+    neo4j_version: str | None = Field(None, pattern=r"^(5\.\d+\.\d+|20\d\d\.\d\d\.\d+)$")
     neo4j_browser_version: str = "5.24.0"
     neo4j_http_port: int = Field(7474, ge=1, le=65535)
     neo4j_heap: str = Field("1g", pattern=r"^\d+[kmgKMG]$")
@@ -127,6 +131,25 @@ class Settings(BaseSettings):
         if self.llm_provider == "openai" and self.llm_api_key is None:
             raise ValueError("GRAPHMEM_LLM_PROVIDER=openai needs OPENAI_API_KEY or GRAPHMEM_LLM_API_KEY")
         return self
+
+    @model_validator(mode="after")
+    def _check_neo4j_line(self) -> Settings:
+        """An exact version names its line; a contradicting explicit line is an error, not a guess."""
+        if self.neo4j_version is None:
+            return self
+        line: Neo4jLine = "5.26" if self.neo4j_version.startswith("5.") else "2026"
+        if "neo4j_line" in self.model_fields_set and self.neo4j_line != line:
+            raise ValueError(
+                f"GRAPHMEM_NEO4J_VERSION={self.neo4j_version} is a {line} version but GRAPHMEM_NEO4J_LINE="
+                f"{self.neo4j_line}: set one of them"
+            )
+        self.neo4j_line = line
+        return self
+
+    @property
+    def neo4j_server_version(self) -> str:
+        """The exact version of the local server: GRAPHMEM_NEO4J_VERSION, else the line's pinned one."""
+        return self.neo4j_version or NEO4J_PINNED[self.neo4j_line]
 
     @property
     def resolved_llm_provider(self) -> Literal["local", "openai", "compatible"]:

@@ -19,7 +19,9 @@ MEANING = {
     "neo4j_password": "Neo4j password; unset = auth off (the local server then runs without auth)",
     "neo4j_database": "database name",
     "neo4j_connect_timeout": "seconds to wait for a connection",
-    "neo4j_version": "Neo4j version the local server fetches from Maven Central",
+    "neo4j_line": "line of the local server: 5.26 LTS (Java 17 or 21) or 2026 (2026.08.1+, Java 21 or 25)",
+    "neo4j_version": "exact Neo4j version the local server fetches from Maven Central; unset = the line's "
+    "tested one (5.26.30, 2026.08.1)",
     "neo4j_browser_version": "Neo4j Browser version served by the local server",
     "neo4j_http_port": "HTTP (and Browser) port of the local server",
     "neo4j_heap": "local server JVM heap (-Xms/-Xmx)",

@@ -2,8 +2,9 @@
 
 Maven Central has no server tarball (``neo4j-community-standalone`` is pom-only), but the server
 is a set of jars: ``org.neo4j:neo4j`` holds the entry point and pulls in ``neo4j-server``; the
-Browser is ``org.neo4j.client:neo4j-browser``. ``java`` is checked here too, since the version
-decides the Java it needs.
+Browser is ``org.neo4j.client:neo4j-browser``. A 2026 server serves the newest
+``neo4j-browser*.zip`` of its web folder (how its tarball ships the Browser; those zips are not
+on Maven Central) and otherwise the Browser jar on its classpath: both lines serve this jar's.
 """
 
 from __future__ import annotations
@@ -23,22 +24,6 @@ _DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
 _MANIFEST = ".graphmem-complete.json"
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _MVN_BOILERPLATE = re.compile(r"^\[ERROR\]\s*$|-e switch|-X switch|^\[ERROR\] \[Help|more information about")
-
-
-def java_major(version_output: str) -> int | None:
-    """Major version from `java -version` output ('17.0.15' -> 17, '1.8.0_292' -> 8)."""
-    match = re.search(r'version "(\d+)(?:\.(\d+))?', version_output)
-    if not match:
-        return None
-    major = int(match.group(1))
-    return int(match.group(2) or 0) if major == 1 else major
-
-
-def required_java(version: str) -> tuple[int, str]:
-    """(minimum Java, main class) for a Neo4j version: 5.x runs on 17, calendar versions need 21."""
-    if version.startswith("5."):
-        return 17, "org.neo4j.server.CommunityEntryPoint"
-    return 21, "org.neo4j.server.Neo4jCommunity"
 
 
 def render_pom(version: str, browser_version: str) -> str:
@@ -133,24 +118,6 @@ class Neo4jDist:
         partial.rename(self.lib)
         self.plugins.mkdir(exist_ok=True)
         return True
-
-    def java(self) -> str:
-        """The `java` to run this version with; LocalServiceError naming what to install if unfit."""
-        java = shutil.which("java")
-        minimum, _ = required_java(self.version)
-        if java is None:
-            raise LocalServiceError(
-                f"`java` is not on PATH; Neo4j {self.version} needs Java {minimum} or newer "
-                f"(Debian/Ubuntu: apt-get install openjdk-{minimum}-jre-headless)"
-            )
-        out = subprocess.run([java, "-version"], capture_output=True, text=True, check=False)
-        major = java_major(out.stderr + out.stdout)
-        if major is None or major < minimum:
-            raise LocalServiceError(
-                f"`{java}` is Java {major or 'of unknown version'}; Neo4j {self.version} needs Java {minimum} "
-                f"or newer (Debian/Ubuntu: apt-get install openjdk-{minimum}-jre-headless)"
-            )
-        return java
 
 
 def _sha256(text: str) -> str:

@@ -5,9 +5,10 @@ Layout under ``Settings.home`` (outside the repository; jars: see ``neo4j_dist``
     neo4j/dist/<version>/       pom.xml, lib/ (jars), plugins/, fetch.log   one per Neo4j version
     neo4j/<instance>/           conf/neo4j.conf, data/, logs/, run/, import/,
                                 console.log, neo4j.pid, server.json         one per server
+                                (server: the 5.26 line, server-2026: the 2026 line)
 
-Only ``java`` (17+ for 5.x, 21+ for 2025.x) and ``mvn`` (for the first fetch) are needed. The
-server runs detached (own session, logs to ``console.log``) so it outlives the CLI; ``stop``
+Only a fitting Java (``java.find_java``: 17 or 21 for 5.26, 21 or 25 for 2026) and ``mvn`` (for
+the first fetch) are needed. The server runs detached (own session, logs to ``console.log``) so it outlives the CLI; ``stop``
 sends SIGTERM and, after 30 s, SIGKILL.
 """
 
@@ -26,33 +27,14 @@ from urllib.parse import urlsplit
 
 from graphmem.config import Settings
 from graphmem.errors import LocalServiceError, StoreUnavailableError
-from graphmem.local.neo4j_dist import Neo4jDist, required_java
+from graphmem.local.java import find_java
+from graphmem.local.neo4j_dist import Neo4jDist
+from graphmem.local.neo4j_lines import LINES, line_of
 from graphmem.local.process import file_lock, pid_alive, port_in_use, tail, terminate
 
 Report = Callable[[str], None]
 
 _LOCAL_HOSTS = {"127.0.0.1", "localhost"}  # the server listens on 127.0.0.1 only
-
-# The default `server.jvm.additional` list of the 5.26 distribution, which `bin/neo4j` would add.
-_JVM_FLAGS = (
-    "-XX:+UseG1GC",
-    "-XX:-OmitStackTraceInFastThrow",
-    "-XX:+UnlockExperimentalVMOptions",
-    "-XX:+TrustFinalNonStaticFields",
-    "-XX:+DisableExplicitGC",
-    "-Djdk.nio.maxCachedBufferSize=1024",
-    "-Dio.netty.tryReflectionSetAccessible=true",
-    "-Djdk.tls.ephemeralDHKeySize=2048",
-    "-Djdk.tls.rejectClientInitiatedRenegotiation=true",
-    "--add-opens=java.base/java.nio=ALL-UNNAMED",
-    "--add-opens=java.base/java.io=ALL-UNNAMED",
-    "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
-    "--add-opens=java.base/java.util.concurrent=ALL-UNNAMED",
-    "--enable-native-access=ALL-UNNAMED",
-    "-Dlog4j2.disable.jmx=true",
-    "-Dfile.encoding=UTF-8",
-)
-
 
 _STARTED = b" INFO  Started."  # Neo4j's console line once the DBMS is up
 
@@ -92,6 +74,8 @@ class ServerStatus:
     problem: str | None  # why Bolt does not answer (unreachable, refused credentials, ...)
     pid: int | None
     version: str
+    line: str
+    java: str | None  # the java the server was started with (None: not started by this instance)
     bolt_uri: str
     http_url: str
     browser_url: str
@@ -148,11 +132,16 @@ def endpoints(settings: Settings) -> Endpoints:
 class LocalNeo4j:
     """Fetch, start, stop and inspect one local Neo4j server (``instance``) under ``settings.home``."""
 
-    def __init__(self, settings: Settings, *, instance: str = "server", report: Report | None = None) -> None:
-        if not re.fullmatch(r"[A-Za-z0-9_.-]+", instance) or instance == "dist":
-            raise ValueError(f"bad instance name {instance!r}")
+    def __init__(self, settings: Settings, *, instance: str | None = None, report: Report | None = None) -> None:
         self.settings = settings
-        self.version = settings.neo4j_version
+        self.version = settings.neo4j_server_version
+        try:
+            self.line = line_of(self.version)
+        except ValueError as exc:
+            raise LocalServiceError(f"GRAPHMEM_NEO4J_VERSION: {exc}") from None
+        instance = instance or self.line.instance
+        if not re.fullmatch(r"[A-Za-z0-9_.-]+", instance) or instance in ("dist", "web"):
+            raise ValueError(f"bad instance name {instance!r}")
         self.ends = endpoints(settings)
         self._report = report or (lambda _msg: None)
         root = settings.home.expanduser().resolve() / "neo4j"
@@ -202,6 +191,8 @@ class LocalNeo4j:
             problem=problem,
             pid=pid,
             version=str(state.get("version", self.version)),
+            line=self.line.name,
+            java=str(state["java"]) if "java" in state else None,
             bolt_uri=bolt_uri,
             http_url=str(state.get("http_url", self.ends.http_url)),
             browser_url=str(state.get("browser_url", self.ends.browser_url)),
@@ -221,11 +212,10 @@ class LocalNeo4j:
     def java_command(self, java: str = "java") -> list[str]:
         """The server's command line. -Xms/-Xmx must be given here: without the `bin/neo4j`
         launcher, server.memory.heap.* in neo4j.conf is never applied."""
-        _, main_class = required_java(self.version)
         heap = self.settings.neo4j_heap
         classpath = f"{self.dist.lib}/*:{self.dist.plugins}/*"
         return [
-            java, f"-Xms{heap}", f"-Xmx{heap}", *_JVM_FLAGS, "-cp", classpath, main_class,
+            java, f"-Xms{heap}", f"-Xmx{heap}", *self.line.jvm_flags, "-cp", classpath, self.line.main_class,
             f"--home-dir={self.dist.root}", f"--config-dir={self.conf_dir}", "--console-mode",
         ]  # fmt: skip
 
@@ -272,7 +262,7 @@ class LocalNeo4j:
             # A pid file without a live server: the last one died (crash, kill). A dying JVM may still
             # hold its ports for a moment after it stops counting as alive; give them time to close.
             self._check_ports(grace=15.0 if self.pid_file.exists() else 0.0)
-            java = self.dist.java()
+            java = str(find_java(self.line, self.version, report=self._report).java)
             if auth is not None and len(auth[1]) < 8:
                 raise LocalServiceError("NEO4J_PASSWORD must have at least 8 characters (Neo4j's minimum)")
             fetched = self.dist.ensure()
@@ -305,12 +295,34 @@ class LocalNeo4j:
             while port_in_use(port, e.host) and time.monotonic() < deadline:
                 time.sleep(0.2)
             if port_in_use(port, e.host):
+                if other := self._other_line_on(port):
+                    raise LocalServiceError(
+                        f"{what} {port} is taken by this home's Neo4j {other} server ({self.dir.parent}): "
+                        f"stop it first (GRAPHMEM_NEO4J_LINE={other} graphmem neo4j stop) or give the "
+                        f"{self.line.name} line other ports (NEO4J_URI, GRAPHMEM_NEO4J_HTTP_PORT)"
+                    )
                 raise LocalServiceError(
                     f"{what} {port} is already in use by another program, not by the graphmem-managed server "
                     f"in {self.dir}. If it is a Neo4j you run yourself, graphmem can use it as it is (no need "
                     f"to start one); otherwise free the port or pick others, e.g. "
                     f"NEO4J_URI=bolt://127.0.0.1:{e.bolt_port + 10000} GRAPHMEM_NEO4J_HTTP_PORT={e.http_port + 10000}"
                 )
+
+    def _other_line_on(self, port: int) -> str | None:
+        """The other line's graphmem-managed server of this home, when it is alive and listens on ``port``."""
+        for name, line in LINES.items():
+            folder = self.dir.parent / line.instance
+            if folder == self.dir:
+                continue
+            try:
+                pid = int((folder / "neo4j.pid").read_text().strip())
+                state = json.loads((folder / "server.json").read_text())
+            except (OSError, ValueError):
+                continue
+            ports = {urlsplit(str(state.get(key, ""))).port for key in ("bolt_uri", "http_url")}
+            if port in ports and pid_alive(pid, str(folder / "conf")):
+                return name
+        return None
 
     def _prepare_dirs(self) -> None:
         for sub in ("conf", "data", "logs", "run", "import"):
@@ -353,7 +365,7 @@ class LocalNeo4j:
         state = {
             "pid": proc.pid, "version": self.version, "bolt_uri": self.ends.bolt_uri,
             "http_url": self.ends.http_url, "browser_url": self.ends.browser_url,
-            "auth": self.ends.username is not None, "started_at": time.time(),
+            "auth": self.ends.username is not None, "started_at": time.time(), "java": java,
         }  # fmt: skip
         self.state_file.write_text(json.dumps(state, indent=2))
         return proc

@@ -35,9 +35,11 @@ def _cli(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
         "NEO4J_DATABASE": settings.neo4j_database,
         "GRAPHMEM_HOME": str(settings.home),
         "GRAPHMEM_NEO4J_HTTP_PORT": str(settings.neo4j_http_port),
-        "GRAPHMEM_NEO4J_VERSION": settings.neo4j_version,
+        "GRAPHMEM_NEO4J_LINE": settings.neo4j_line,
         "COLUMNS": "200",  # rich must not wrap the messages we look for
     }
+    if settings.neo4j_version is not None:
+        env["GRAPHMEM_NEO4J_VERSION"] = settings.neo4j_version
     if settings.neo4j_password is not None:
         env |= {"NEO4J_USERNAME": settings.neo4j_username, "NEO4J_PASSWORD": settings.neo4j_password.get_secret_value()}
     return subprocess.run([*GRAPHMEM, *args], env=env, capture_output=True, text=True, timeout=180, check=False)
@@ -60,7 +62,7 @@ def test_status_reports_the_running_server(neo4j_server: Any, settings: Settings
     if neo4j_server.managed:
         assert out.returncode == 0
         assert status["running"] is True and status["pid"] == LocalNeo4j(settings).pid()
-        assert status["version"] == settings.neo4j_version
+        assert status["version"] == settings.neo4j_server_version and status["line"] == settings.neo4j_line
     else:  # someone else's Neo4j at NEO4J_URI: graphmem says it answers but is not its own
         assert out.returncode == 3 and status["running"] is False
 
@@ -77,6 +79,16 @@ def test_start_reuses_the_running_server(neo4j_server: Any, settings: Settings) 
     result = LocalNeo4j(settings).start(timeout=30)
     assert result.already_running and not result.fetched
     assert result.status.pid == LocalNeo4j(settings).pid()
+
+
+def test_the_other_line_on_the_same_ports_is_named(neo4j_server: Any, settings: Settings) -> None:
+    """Switching the line with the other line's server still running: say which server holds the port."""
+    if not neo4j_server.managed:
+        pytest.skip("the session's Neo4j is not the graphmem-managed one")
+    other = "2026" if settings.neo4j_line == "5.26" else "5.26"
+    switched = settings.model_copy(update={"neo4j_line": other, "neo4j_version": None})
+    with pytest.raises(LocalServiceError, match=rf"taken by this home's Neo4j {settings.neo4j_line} server"):
+        LocalNeo4j(switched).start(timeout=5)
 
 
 def test_browser_is_served(settings: Settings) -> None:

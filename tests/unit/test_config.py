@@ -26,11 +26,34 @@ def test_defaults() -> None:
     assert s.neo4j_uri == "bolt://127.0.0.1:7687"
     assert s.neo4j_auth is None
     assert s.neo4j_database == "neo4j"
-    assert s.neo4j_version == "5.26.30" and s.neo4j_browser_version == "5.24.0"
+    assert (s.neo4j_line, s.neo4j_version, s.neo4j_server_version) == ("5.26", None, "5.26.30")
+    assert s.neo4j_browser_version == "5.24.0"
     assert (s.neo4j_http_port, s.neo4j_heap, s.neo4j_pagecache) == (7474, "1g", "512m")
     assert s.home == Path.home() / ".local" / "share" / "graphmem"
     assert s.vector_dimensions == 384
     assert s.resolved_llm_provider == "local"
+
+
+@pytest.mark.parametrize(
+    ("env", "line", "version"),
+    [
+        ({"GRAPHMEM_NEO4J_LINE": "2026"}, "2026", "2026.08.1"),
+        ({"GRAPHMEM_NEO4J_VERSION": "2026.10.2"}, "2026", "2026.10.2"),  # the version names its line
+        ({"GRAPHMEM_NEO4J_VERSION": "5.26.33"}, "5.26", "5.26.33"),
+        ({"GRAPHMEM_NEO4J_LINE": "2026", "GRAPHMEM_NEO4J_VERSION": "2026.10.2"}, "2026", "2026.10.2"),
+    ],
+)
+def test_neo4j_line_and_version(monkeypatch: pytest.MonkeyPatch, env: dict[str, str], line: str, version: str) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    s = load_settings()
+    assert (s.neo4j_line, s.neo4j_server_version) == (line, version)
+
+
+def test_contradicting_line_and_version_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GRAPHMEM_NEO4J_VERSION", "5.26.30")
+    with pytest.raises(ConfigError, match=r"5\.26\.30 is a 5\.26 version but GRAPHMEM_NEO4J_LINE=2026"):
+        load_settings(neo4j_line="2026")  # what `graphmem neo4j start --line 2026` does
 
 
 def test_langchain_neo4j_names(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -65,6 +88,8 @@ def test_api_key_selects_openai(monkeypatch: pytest.MonkeyPatch) -> None:
         ("GRAPHMEM_NEO4J_HEAP", "lots", "GRAPHMEM_NEO4J_HEAP"),
         ("GRAPHMEM_SEARCH_MODE", "psychic", "GRAPHMEM_SEARCH_MODE"),
         ("NEO4J_DATABASE", "", "NEO4J_DATABASE"),
+        ("GRAPHMEM_NEO4J_LINE", "4.4", "GRAPHMEM_NEO4J_LINE"),
+        ("GRAPHMEM_NEO4J_VERSION", "latest", "GRAPHMEM_NEO4J_VERSION"),
     ],
 )
 def test_invalid_setting_is_named(monkeypatch: pytest.MonkeyPatch, name: str, value: str, named: str) -> None:

@@ -9,7 +9,8 @@ from pydantic import SecretStr
 
 from graphmem.config import Settings
 from graphmem.errors import LocalServiceError
-from graphmem.local.neo4j_dist import java_major, render_pom, required_java
+from graphmem.local.neo4j_dist import render_pom
+from graphmem.local.neo4j_lines import LINES, line_of
 from graphmem.local.neo4j_server import LocalNeo4j, endpoints
 
 
@@ -29,21 +30,53 @@ def make(tmp_path: Path, **overrides: object) -> Settings:
 
 
 @pytest.mark.parametrize(
-    ("output", "major"),
+    ("version", "line", "main_class"),
     [
-        ('openjdk version "17.0.15" 2025-04-15', 17),
-        ('openjdk version "21" 2023-09-19', 21),
-        ('java version "1.8.0_292"', 8),
-        ("no java here", None),
+        ("5.26.30", "5.26", "org.neo4j.server.CommunityEntryPoint"),
+        ("5.26.33", "5.26", "org.neo4j.server.CommunityEntryPoint"),
+        ("2026.08.1", "2026", "org.neo4j.server.Neo4jCommunity"),
+        ("2026.10.2", "2026", "org.neo4j.server.Neo4jCommunity"),
+        ("2027.01.0", "2026", "org.neo4j.server.Neo4jCommunity"),
     ],
 )
-def test_java_major(output: str, major: int | None) -> None:
-    assert java_major(output) == major
+def test_line_of(version: str, line: str, main_class: str) -> None:
+    assert line_of(version).name == line
+    assert line_of(version).main_class == main_class
 
 
-def test_required_java() -> None:
-    assert required_java("5.26.30") == (17, "org.neo4j.server.CommunityEntryPoint")
-    assert required_java("2026.10.2") == (21, "org.neo4j.server.Neo4jCommunity")
+@pytest.mark.parametrize(
+    ("version", "message"),
+    [
+        ("2026.08.0", "known query bug"),
+        ("2025.12.1", "2026.08.1 or newer"),
+        ("5.13.0", "5.26 LTS line"),
+        ("latest", "not a Neo4j version"),
+    ],
+)
+def test_line_of_refuses(version: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        line_of(version)
+
+
+def test_lines_need_their_java() -> None:
+    assert LINES["5.26"].java == (17, 21) and LINES["2026"].java == (21, 25)
+    assert "--add-modules=jdk.incubator.vector" in LINES["2026"].jvm_flags
+    assert not any("incubator" in flag for flag in LINES["5.26"].jvm_flags)
+    assert LINES["5.26"].instance != LINES["2026"].instance  # a 2026 server upgrades a 5.26 store for good
+
+
+def test_version_picks_the_line_and_its_folder(tmp_path: Path) -> None:
+    server = LocalNeo4j(make(tmp_path, neo4j_line="2026"))
+    assert server.version == "2026.08.1" and server.line.name == "2026"
+    assert server.dir == tmp_path.resolve() / "neo4j" / "server-2026"
+    cmd = server.java_command("/opt/jdk-25/bin/java")
+    assert "org.neo4j.server.Neo4jCommunity" in cmd and "--add-modules=jdk.incubator.vector" in cmd
+    assert LocalNeo4j(make(tmp_path)).dir == tmp_path.resolve() / "neo4j" / "server"  # 5.26: the old folder
+
+
+def test_unsupported_version_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(LocalServiceError, match=r"GRAPHMEM_NEO4J_VERSION: .*2026\.08\.0.*known query bug"):
+        LocalNeo4j(make(tmp_path, neo4j_version="2026.08.0"))
 
 
 def test_endpoints_and_browser_url(tmp_path: Path) -> None:

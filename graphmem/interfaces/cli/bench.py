@@ -14,7 +14,9 @@ app = typer.Typer()
 
 
 def _default_data_dir(settings: Any) -> Path | None:
-    candidate = settings.home / "neo4j" / "server" / "data"
+    from graphmem.local.neo4j_lines import LINES
+
+    candidate = settings.home / "neo4j" / LINES[settings.neo4j_line].instance / "data"
     return candidate if candidate.is_dir() else None
 
 

@@ -1,0 +1,2 @@
+// Params: $seconds.
+CALL db.awaitIndexes($seconds)

@@ -1,0 +1,2 @@
+// No params.
+MATCH (n:Note) RETURN count(n) AS notes

@@ -1,0 +1,2 @@
+// Params: $batch.
+MATCH (n:Note) WITH n LIMIT $batch DETACH DELETE n RETURN count(*) AS deleted

@@ -1,0 +1,2 @@
+// No params.
+DROP INDEX note_embedding IF EXISTS

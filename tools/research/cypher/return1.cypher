@@ -1,0 +1,2 @@
+// The per-query floor. No params.
+RETURN 1 AS one
