@@ -18,3 +18,5 @@ CREATE CONSTRAINT store_item_uid_unique IF NOT EXISTS FOR (i:StoreItem) REQUIRE 
 CREATE INDEX store_item_ns IF NOT EXISTS FOR (i:StoreItem) ON (i.user_id, i.agent_id, i.run_id, i.ns_key);
 CREATE INDEX store_item_ns_any_scope IF NOT EXISTS FOR (i:StoreItem) ON (i.ns_key);
 CREATE INDEX store_item_expiry IF NOT EXISTS FOR (i:StoreItem) ON (i.expires_at);
+// Undo of an add finds the versions its evolutions left by cause, without a scan of every version.
+CREATE INDEX note_version_cause IF NOT EXISTS FOR (v:NoteVersion) ON (v.user_id, v.agent_id, v.run_id, v.changed_by);

@@ -23,6 +23,15 @@ class NoteNotFoundError(GraphmemError, LookupError):
         self.note_id = note_id
 
 
+class VersionNotFoundError(NoteNotFoundError):
+    """The note is in the caller's scope but has no such (earlier) version."""
+
+    def __init__(self, note_id: str, version: int) -> None:
+        GraphmemError.__init__(self, f"note {note_id!r} has no earlier version {version}")
+        self.note_id = note_id
+        self.version = version
+
+
 class ConflictError(GraphmemError):
     """The write conflicts with existing data (e.g. a client-given id already used elsewhere)."""
 

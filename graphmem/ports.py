@@ -15,6 +15,7 @@ from typing import Protocol
 
 from graphmem.models import (
     FOLLOWS_REASON,
+    AddEffects,
     AddOutcome,
     AddWrite,
     EnrichmentStatus,
@@ -24,11 +25,15 @@ from graphmem.models import (
     Link,
     LinkedNote,
     Note,
+    NoteState,
     NoteVersion,
+    Restore,
     Scope,
     SearchFilters,
     SessionInfo,
     StoredMessage,
+    UndoOutcome,
+    UndoWrite,
 )
 
 
@@ -102,7 +107,33 @@ class NoteStore(Protocol):
 
     async def pending(self, scope: Scope, limit: int) -> list[str]: ...
 
-    async def history(self, note_id: str, scope: Scope) -> list[NoteVersion]: ...
+    async def history(self, note_id: str, scope: Scope, *, limit: int = 1000, offset: int = 0) -> list[NoteVersion]:
+        """A page of the note's earlier versions, oldest first."""
+        ...
+
+    # --- versions: rollback and undo of an add ---
+    async def version(self, note_id: str, scope: Scope, version: int) -> NoteVersion | None:
+        """One earlier version of the note (None: no such note in the scope, or no such version)."""
+        ...
+
+    async def version_states(
+        self, note_id: str, scope: Scope, *, limit: int, offset: int
+    ) -> tuple[list[NoteVersion], NoteState] | None:
+        """A page of earlier versions and the note's values now, in one read (None: not in the scope)."""
+        ...
+
+    async def restore(self, restore: Restore, scope: Scope) -> int | None:
+        """The note back to one of its versions, as a new version (None: nothing written, because the
+        note is not in the scope, has moved past ``restore.expected_version`` or lacks the version)."""
+        ...
+
+    async def add_effects(self, note_id: str, scope: Scope) -> AddEffects:
+        """What the add of ``note_id`` left: links touching the note, notes it evolved (for undo)."""
+        ...
+
+    async def undo(self, write: UndoWrite) -> UndoOutcome:
+        """Remove the add's links, restore the neighbours, delete the note on request: one transaction."""
+        ...
 
     async def links(self, note_id: str, scope: Scope) -> list[Link]: ...
 

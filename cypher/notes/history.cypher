@@ -1,4 +1,4 @@
-// Previous versions of a note, oldest first. Params: $id, scope.
+// Previous versions of a note, oldest first, one page. Params: $id, scope, $skip, $limit.
 MATCH (n:Note {id: $id, user_id: $user_id, agent_id: $agent_id, run_id: $run_id})-[:PREVIOUS_VERSION]->(v:NoteVersion)
 RETURN v {.version, .content, .context, .tags, .keywords, .replaced_at, .changed_by} AS version
-ORDER BY v.version
+ORDER BY v.version SKIP $skip LIMIT $limit

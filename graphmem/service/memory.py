@@ -29,6 +29,7 @@ from graphmem.errors import ConflictError, InvalidInputError, NoteNotFoundError
 from graphmem.llm.calls import LLMCaller
 from graphmem.llm.prompts import answer_messages
 from graphmem.models import (
+    MANUAL_CAUSE,
     AddResult,
     AddWrite,
     AskResult,
@@ -41,17 +42,20 @@ from graphmem.models import (
     Note,
     NoteInput,
     NoteVersion,
+    RollbackResult,
     Scope,
     SearchFilters,
     SearchHit,
     SearchMode,
+    UndoResult,
     Usage,
+    VersionDiff,
     check_id,
     utcnow,
     validate_content,
 )
 from graphmem.ports import HistoryStore, ItemStore, NoteStore
-from graphmem.service import bulk, construct, evolve, retrieve, transfer
+from graphmem.service import bulk, construct, evolve, retrieve, transfer, versions
 from graphmem.service.chat import ChatModelSlot, ChatModelSource
 from graphmem.service.context import build_context
 from graphmem.service.items import ItemService
@@ -444,10 +448,42 @@ class AsyncMemoryService:
             link = Link(source_id=source_id, target_id=target_id, type=link_type, reason=reason, strength=strength)
         except ValidationError as exc:
             raise InvalidInputError(exc.errors()[0]["msg"]) from None
-        written = await self.store.create_links(source_id, scope, [link], caused_by=source_id)
+        # caused_by "manual": no add made it, so undoing the source's add keeps it.
+        written = await self.store.create_links(source_id, scope, [link], caused_by=MANUAL_CAUSE)
         if not written:
             raise NoteNotFoundError(target_id)
         return written[0]
+
+    async def rollback(self, note_id: str, scope: Scope, version: int) -> RollbackResult:
+        """The note's content, context, tags and keywords back to an earlier version's, re-embedded
+        and written as a new version (``changed_by``: ``rollback:<version>``); history is append-only.
+        VersionNotFoundError for a version the note never had, ConflictError if it changed meanwhile."""
+        return await versions.rollback(self.store, self._embed, self._embed_text, note_id, scope, version)
+
+    async def undo_add(
+        self,
+        note_id: str,
+        scope: Scope,
+        *,
+        delete_note: bool = False,
+        keep_follows: bool = False,
+        dry_run: bool = False,
+    ) -> UndoResult:
+        """Undo everything the add of ``note_id`` caused, in one transaction: the links it made
+        (``caused_by``; with ``keep_follows`` its FOLLOWS link stays) and its evolutions of neighbours,
+        each reverted to the version before the add only while nothing changed it since, otherwise
+        refused and reported; with ``delete_note`` the note too. ``dry_run``: report, write nothing.
+        Works for a note deleted since (its evolutions are still recorded on the neighbours)."""
+        return await versions.undo_add(
+            self.store,
+            self._embed,
+            self._embed_text,
+            note_id,
+            scope,
+            delete_note=delete_note,
+            keep_follows=keep_follows,
+            dry_run=dry_run,
+        )
 
     async def import_notes(self, records: Iterable[dict[str, Any]], scope: Scope) -> int:
         """Import records made by export_notes (into this scope); embeddings are reused when present."""
@@ -474,9 +510,20 @@ class AsyncMemoryService:
         await self._require(note_id, scope)
         return await self.store.links(note_id, scope)
 
-    async def history(self, note_id: str, scope: Scope) -> builtins.list[NoteVersion]:
+    async def history(
+        self, note_id: str, scope: Scope, *, limit: int = 100, offset: int = 0
+    ) -> builtins.list[NoteVersion]:
+        """A page of the note's earlier versions, oldest first (the note itself is the newest)."""
+        versions.check_page(limit, offset)
         await self._require(note_id, scope)
-        return await self.store.history(note_id, scope)
+        return await self.store.history(note_id, scope, limit=limit, offset=offset)
+
+    async def history_diff(
+        self, note_id: str, scope: Scope, *, limit: int = 100, offset: int = 0
+    ) -> builtins.list[VersionDiff]:
+        """What changed from each version to the next, oldest first, paged by step: a word diff of
+        content and context, tags and keywords added and removed, and the cause of each step."""
+        return await versions.history_diff(self.store, note_id, scope, limit=limit, offset=offset)
 
     async def scopes(self, user_id: str | None = None) -> builtins.list[Scope]:
         if user_id is not None:

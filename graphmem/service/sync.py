@@ -27,11 +27,14 @@ from graphmem.models import (
     Note,
     NoteInput,
     NoteVersion,
+    RollbackResult,
     Scope,
     SearchFilters,
     SearchHit,
     SearchMode,
+    UndoResult,
     Usage,
+    VersionDiff,
 )
 from graphmem.service.chat import ChatModelSource
 from graphmem.service.memory import AsyncMemoryService, Progress
@@ -210,8 +213,29 @@ class MemoryService:
     def links(self, note_id: str, scope: Scope) -> builtins.list[Link]:
         return self._loop.run(self.aio.links(note_id, scope))
 
-    def history(self, note_id: str, scope: Scope) -> builtins.list[NoteVersion]:
-        return self._loop.run(self.aio.history(note_id, scope))
+    def history(self, note_id: str, scope: Scope, *, limit: int = 100, offset: int = 0) -> builtins.list[NoteVersion]:
+        return self._loop.run(self.aio.history(note_id, scope, limit=limit, offset=offset))
+
+    def history_diff(
+        self, note_id: str, scope: Scope, *, limit: int = 100, offset: int = 0
+    ) -> builtins.list[VersionDiff]:
+        return self._loop.run(self.aio.history_diff(note_id, scope, limit=limit, offset=offset))
+
+    def rollback(self, note_id: str, scope: Scope, version: int) -> RollbackResult:
+        return self._loop.run(self.aio.rollback(note_id, scope, version))
+
+    def undo_add(
+        self,
+        note_id: str,
+        scope: Scope,
+        *,
+        delete_note: bool = False,
+        keep_follows: bool = False,
+        dry_run: bool = False,
+    ) -> UndoResult:
+        return self._loop.run(
+            self.aio.undo_add(note_id, scope, delete_note=delete_note, keep_follows=keep_follows, dry_run=dry_run)
+        )
 
     def scopes(self, user_id: str | None = None) -> builtins.list[Scope]:
         return self._loop.run(self.aio.scopes(user_id))

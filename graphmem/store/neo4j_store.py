@@ -27,27 +27,34 @@ from graphmem.config import Settings
 from graphmem.errors import ConflictError
 from graphmem.models import (
     FOLLOWS_REASON,
+    AddEffects,
     AddOutcome,
     AddWrite,
     EnrichmentStatus,
     Link,
     LinkedNote,
     Note,
+    NoteState,
     NoteVersion,
+    Restore,
     Scope,
     SearchFilters,
+    UndoOutcome,
+    UndoWrite,
     utcnow,
 )
 from graphmem.queries import Query
 from graphmem.store.errors import Target, retryable, translate_errors
 from graphmem.store.records import (
     content_sha,
+    evolution_from_record,
     filter_params,
     link_from_record,
     link_row,
     linked_note_from_record,
     note_from_record,
     note_params,
+    state_from_record,
     version_from_record,
 )
 
@@ -379,9 +386,83 @@ class Neo4jNoteStore:
         rows = await self.run("notes/pending", **scope.params(), limit=limit)
         return [r["id"] for r in rows]
 
-    async def history(self, note_id: str, scope: Scope) -> list[NoteVersion]:
-        rows = await self.run("notes/history", id=note_id, **scope.params())
+    async def history(self, note_id: str, scope: Scope, *, limit: int = 1000, offset: int = 0) -> list[NoteVersion]:
+        rows = await self.run("notes/history", id=note_id, **scope.params(), skip=offset, limit=limit)
         return [version_from_record(r["version"]) for r in rows]
+
+    # --- versions: rollback and undo of an add -----------------------------------------------------
+
+    async def version(self, note_id: str, scope: Scope, version: int) -> NoteVersion | None:
+        rows = await self.run("versions/get", id=note_id, **scope.params(), version=version)
+        return version_from_record(rows[0]["version"]) if rows else None
+
+    async def version_states(
+        self, note_id: str, scope: Scope, *, limit: int, offset: int
+    ) -> tuple[list[NoteVersion], NoteState] | None:
+        rows = await self.run("versions/states", id=note_id, **scope.params(), skip=offset, limit=limit)
+        if not rows:
+            return None
+        return [version_from_record(v) for v in rows[0]["versions"]], state_from_record(rows[0]["current"])
+
+    @staticmethod
+    def _restore_params(restore: Restore, scope: Scope, now: Any) -> dict[str, Any]:
+        return {
+            "id": restore.note_id,
+            **scope.params(),
+            "version": restore.version.version,
+            "expected_version": restore.expected_version,
+            "content": restore.version.content,
+            "content_sha": content_sha(restore.version.content),
+            "uid": uuid.uuid4().hex,
+            "now": now,
+            "changed_by": restore.changed_by,
+            "embedding": restore.embedding,
+        }
+
+    async def restore(self, restore: Restore, scope: Scope) -> int | None:
+        rows = await self.run_write("versions/restore", **self._restore_params(restore, scope, utcnow()))
+        return int(rows[0]["version"]) if rows else None
+
+    async def add_effects(self, note_id: str, scope: Scope) -> AddEffects:
+        links_q, evolutions_q = self.query("undo/links"), self.query("undo/evolutions")
+
+        async def work(tx: AsyncManagedTransaction) -> AddEffects:
+            head = (await self._rows(tx, links_q, {"id": note_id, **scope.params()}))[0]
+            evolved = await self._rows(tx, evolutions_q, {"id": note_id, **scope.params()})
+            return AddEffects(
+                note_exists=bool(head["exists"]),
+                links=[link_from_record(x) for x in head["links"]],
+                evolutions=[evolution_from_record(r) for r in evolved],
+            )
+
+        return await self._in_read(work)
+
+    async def undo(self, write: UndoWrite) -> UndoOutcome:
+        """Remove the add's links, restore its neighbours (each only if still at the version planned)
+        and delete the note on request, in ONE transaction; every query matches the write's scope."""
+        scope = write.scope.params()
+        remove, restore = self.query("undo/remove_links"), self.query("versions/restore")
+        delete = self.query("undo/delete_note")
+        now = utcnow()
+
+        async def work(tx: AsyncManagedTransaction) -> UndoOutcome:
+            removed = await self._rows(tx, remove, {"id": write.note_id, **scope, "keep_follows": write.keep_follows})
+            restored: dict[str, int] = {}
+            for r in write.restores:
+                rows = await self._rows(tx, restore, self._restore_params(r, write.scope, now))
+                if rows:
+                    restored[r.note_id] = int(rows[0]["version"])
+            deleted: Rows = []
+            if write.delete_note:
+                deleted = await self._rows(tx, delete, {"id": write.note_id, **scope})
+            return UndoOutcome(
+                links_removed=[link_from_record(x) for x in removed],
+                restored=restored,
+                note_deleted=bool(deleted),
+                links_removed_with_note=int(deleted[0]["links"]) if deleted else 0,
+            )
+
+        return await self._in_write(work)
 
     async def links(self, note_id: str, scope: Scope) -> list[Link]:
         rows = await self.run("links/of_note", id=note_id, **scope.params())

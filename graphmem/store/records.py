@@ -16,11 +16,13 @@ from typing import Any
 
 from graphmem.models import (
     EnrichmentStatus,
+    EvolutionTrace,
     Link,
     LinkedNote,
     LinkedVia,
     LinkType,
     Note,
+    NoteState,
     NoteVersion,
     Scope,
     SearchFilters,
@@ -164,6 +166,29 @@ def version_from_record(rec: Mapping[str, Any]) -> NoteVersion:
         keywords=list(rec["keywords"] or []),
         replaced_at=native(rec["replaced_at"]),
         changed_by=rec["changed_by"],
+    )
+
+
+def state_from_record(rec: Mapping[str, Any]) -> NoteState:
+    """A note's versioned values (``versions/states``' current, ``undo/evolutions``' current and after)."""
+    return NoteState(
+        version=int(rec["version"] or 1),
+        content=rec["content"],
+        context=rec["context"] or "",
+        tags=tuple(rec["tags"] or ()),
+        keywords=tuple(rec["keywords"] or ()),
+    )
+
+
+def evolution_from_record(rec: Mapping[str, Any]) -> EvolutionTrace:
+    """A row of ``undo/evolutions``: with no version since the evolution, the note is what it wrote."""
+    current = state_from_record(rec["current"])
+    return EvolutionTrace(
+        note_id=rec["note_id"],
+        before=version_from_record(rec["before"]),
+        after=state_from_record(rec["after"]) if rec["after"] is not None else current,
+        current=current,
+        later=[(int(x["version"]), x["changed_by"]) for x in rec["later"]],
     )
 
 
