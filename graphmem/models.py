@@ -496,6 +496,18 @@ def is_change_label(note_id: str) -> bool:
     )
 
 
+def describe_change(changed_by: str | None) -> str:
+    """``changed_by`` in words (CLI output, undo's refusal reasons)."""
+    kind = ChangeKind.of(changed_by)
+    if kind == ChangeKind.EVOLUTION:
+        return f"evolved by the add of note {changed_by}"
+    if kind == ChangeKind.UNDO and changed_by is not None:
+        return f"undo of the add of note {changed_by.removeprefix(UNDO_CAUSE)}"
+    if kind == ChangeKind.ROLLBACK and changed_by is not None:
+        return f"rollback to version {changed_by.removeprefix(ROLLBACK_CAUSE)}"
+    return kind.value
+
+
 VersionedField = Literal["content", "context", "tags", "keywords"]
 VERSIONED_FIELDS: tuple[VersionedField, ...] = ("content", "context", "tags", "keywords")
 

@@ -1,5 +1,5 @@
 """MCP server (official ``mcp`` SDK 2.x, ``MCPServer``) exposing graphmem as tools: add, search, ask,
-get, delete. The scope is fixed by settings (``GRAPHMEM_MCP_USER_ID`` / ``_AGENT_ID`` / ``_RUN_ID``):
+get, delete, and the version tools history, rollback, undo_add. The scope is fixed by settings (``GRAPHMEM_MCP_USER_ID`` / ``_AGENT_ID`` / ``_RUN_ID``):
 a client cannot name another scope. Transport: stdio (``graphmem mcp``).
 
 Client configuration (e.g. Claude Desktop, ``mcpServers``)::
@@ -33,7 +33,8 @@ INSTRUCTIONS = (
     "graphmem is a long-term memory of atomic notes linked by typed relationships. "
     "Use `add` to remember a fact, event or preference (one self-contained statement), `search` to find "
     "notes (with their ids), `ask` for an answer written from memory, `get` for one note with its links, "
-    "`delete` to forget a note by id."
+    "`delete` to forget a note by id. When memory went wrong: `history` shows what changed a note and why, "
+    "`rollback` restores an earlier version of it, `undo_add` undoes what adding a note did to other notes."
 )
 
 
@@ -200,6 +201,69 @@ def create_mcp_server(
     async def delete(note_id: Annotated[str, Field(description="the note id")]) -> dict[str, Any]:
         async def work(svc: AsyncMemoryService) -> dict[str, Any]:
             return {"id": note_id, "deleted": await svc.delete(note_id, scope)}
+
+        out: dict[str, Any] = await call(work)
+        return out
+
+    @server.tool(
+        description="A note's history, oldest first: what changed at each step (a word diff of content and "
+        "context; tags and keywords added and removed) and why (which note's add evolved it, update, repair, "
+        "rollback, undo). Version numbers here are what `rollback` takes.",
+        annotations=ToolAnnotations(read_only_hint=True),
+    )
+    async def history(
+        note_id: Annotated[str, Field(description="the note id")],
+        limit: Annotated[int, Field(ge=1, le=100, description="steps per page")] = 20,
+        offset: Annotated[int, Field(ge=0, description="steps to skip, oldest first")] = 0,
+    ) -> dict[str, Any]:
+        async def work(svc: AsyncMemoryService) -> dict[str, Any]:
+            diffs = await svc.history_diff(note_id, scope, limit=limit, offset=offset)
+            return {
+                "note_id": note_id,
+                "diffs": [d.model_dump(mode="json") for d in diffs],
+                "next_offset": offset + len(diffs) if len(diffs) == limit else None,
+            }
+
+        out: dict[str, Any] = await call(work)
+        return out
+
+    @server.tool(
+        description="Roll a note back to an earlier version (its content, context, tags and keywords). The "
+        "rollback is itself a new version, so nothing is lost and it can be rolled back too.",
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False),
+    )
+    async def rollback(
+        note_id: Annotated[str, Field(description="the note id")],
+        version: Annotated[int, Field(ge=1, description="the earlier version to restore (see `history`)")],
+    ) -> dict[str, Any]:
+        async def work(svc: AsyncMemoryService) -> dict[str, Any]:
+            result = await svc.rollback(note_id, scope, version)
+            return {
+                "note": {**result.note.brief(), "version": result.note.version},
+                "restored_version": result.restored_version,
+                "diff": result.diff.model_dump(mode="json"),
+            }
+
+        out: dict[str, Any] = await call(work)
+        return out
+
+    @server.tool(
+        description="Undo what adding a note caused: remove the links its add made and revert the notes it "
+        "evolved, each only if nothing changed that note since (otherwise refused, with the reason). "
+        "delete_note also forgets the note; dry_run only reports what would be undone.",
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True),
+    )
+    async def undo_add(
+        note_id: Annotated[str, Field(description="the id of the note whose add to undo")],
+        delete_note: Annotated[bool, Field(description="delete the note itself too")] = False,
+        keep_follows: Annotated[bool, Field(description="keep its FOLLOWS link to the previous turn")] = False,
+        dry_run: Annotated[bool, Field(description="report what would be undone; write nothing")] = False,
+    ) -> dict[str, Any]:
+        async def work(svc: AsyncMemoryService) -> dict[str, Any]:
+            result = await svc.undo_add(
+                note_id, scope, delete_note=delete_note, keep_follows=keep_follows, dry_run=dry_run
+            )
+            return result.model_dump(mode="json")
 
         out: dict[str, Any] = await call(work)
         return out

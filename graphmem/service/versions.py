@@ -42,6 +42,7 @@ from graphmem.models import (
     UndoWrite,
     VersionDiff,
     check_id,
+    describe_change,
     is_change_label,
     utcnow,
 )
@@ -135,18 +136,6 @@ def diff_states(versions: Sequence[NoteVersion], now: NoteState | None) -> list[
     return [
         step(states[i], states[i + 1], versions[i].changed_by, versions[i].replaced_at) for i in range(len(states) - 1)
     ]
-
-
-def describe_change(changed_by: str | None) -> str:
-    """``changed_by`` in words (CLI output, refusal reasons)."""
-    kind = ChangeKind.of(changed_by)
-    if kind == ChangeKind.EVOLUTION:
-        return f"evolved by the add of note {changed_by}"
-    if kind == ChangeKind.UNDO and changed_by is not None:
-        return f"undo of the add of note {changed_by.removeprefix(UNDO_CAUSE)}"
-    if kind == ChangeKind.ROLLBACK and changed_by is not None:
-        return f"rollback to version {changed_by.removeprefix(ROLLBACK_CAUSE)}"
-    return kind.value
 
 
 def check_page(limit: int, offset: int) -> None:
@@ -337,7 +326,6 @@ async def undo_add(
 __all__ = [
     "HISTORY_PAGE_MAX",
     "decide_revert",
-    "describe_change",
     "diff_states",
     "field_diffs",
     "history_diff",

@@ -38,7 +38,7 @@ async def test_tools_in_process(mode: str, scope: Scope, other: Scope, make_serv
     server = create_mcp_server(scoped(settings, scope), svc)
     async with Client(server, mode=mode) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
-        assert set(tools) == {"add", "search", "ask", "get", "delete"}
+        assert set(tools) == {"add", "search", "ask", "get", "delete", "history", "rollback", "undo_add"}
         for tool in tools.values():  # the scope is not something a client can pass
             assert not {"user_id", "agent_id", "run_id", "scope"} & set(tool.input_schema["properties"])
         assert tools["search"].annotations.read_only_hint is True
@@ -99,7 +99,16 @@ async def test_graphmem_mcp_over_stdio(scope: Scope, settings: Any) -> None:
         env["NEO4J_PASSWORD"] = settings.neo4j_password.get_secret_value()
     params = StdioServerParameters(command=exe, args=["mcp"], env=env, cwd=str(Path(__file__).resolve().parents[2]))
     async with Client(params, read_timeout_seconds=120) as client:
-        assert {t.name for t in (await client.list_tools()).tools} == {"add", "search", "ask", "get", "delete"}
+        assert {t.name for t in (await client.list_tools()).tools} == {
+            "add",
+            "search",
+            "ask",
+            "get",
+            "delete",
+            "history",
+            "rollback",
+            "undo_add",
+        }
         added = await client.call_tool("add", {"content": "Gina's bakery sells sourdough bread on Sundays."})
         assert not added.is_error, added.content
         note_id = added.structured_content["note"]["id"]

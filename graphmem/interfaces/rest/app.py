@@ -14,7 +14,7 @@ from graphmem.config import Settings, load_settings
 from graphmem.interfaces.rest.auth import KeyRing
 from graphmem.interfaces.rest.body_limit import DEFAULT_MAX_BODY_BYTES, BodyLimit
 from graphmem.interfaces.rest.errors import install_error_handlers
-from graphmem.interfaces.rest.routers import meta, notes, retrieval
+from graphmem.interfaces.rest.routers import meta, notes, retrieval, versions
 from graphmem.local import ChatModelStart, chat_model, start_chat_model
 from graphmem.service.memory import AsyncMemoryService
 
@@ -67,6 +67,6 @@ def create_app(
     app.state.service = service
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
     install_error_handlers(app)
-    for router in (meta.router, notes.router, retrieval.router):
+    for router in (meta.router, notes.router, retrieval.router, versions.router):
         app.include_router(router)
     return app

@@ -12,9 +12,11 @@ from graphmem.models import (
     LinkType,
     Note,
     NoteVersion,
+    RollbackResult,
     SearchFilters,
     SearchHit,
     SearchMode,
+    VersionDiff,
 )
 
 
@@ -142,3 +144,32 @@ def ask_result_out(result: AskResult) -> AskResultOut:
     return AskResultOut.model_validate(
         {**result.model_dump(exclude={"notes"}), "notes": [hit_out(h) for h in result.notes]}
     )
+
+
+# --- versions: history diffs, rollback, undo of an add --------------------------------------------
+
+
+class RollbackRequest(ScopeFields):
+    version: int = Field(ge=1, description="the earlier version whose content, context, tags and keywords come back")
+
+
+class UndoRequest(ScopeFields):
+    delete_note: bool = Field(False, description="delete the note itself too")
+    keep_follows: bool = Field(False, description="keep its FOLLOWS link (its place in the conversation)")
+    dry_run: bool = Field(False, description="say what would be undone; write nothing")
+
+
+class RollbackResultOut(RollbackResult):
+    note: NoteOut
+
+
+class HistoryDiffResponse(BaseModel):
+    note_id: str
+    diffs: list[VersionDiff] = Field(description="one per step, oldest first")
+    limit: int
+    offset: int
+    next_offset: int | None = Field(description="offset of the next page; null on the last one")
+
+
+def rollback_result_out(result: RollbackResult) -> RollbackResultOut:
+    return RollbackResultOut.model_validate({**result.model_dump(exclude={"note"}), "note": note_out(result.note)})

@@ -117,6 +117,15 @@ async def add_link(note_id: str, body: LinkCreate, who: Auth, given: Given, svc:
 
 
 @router.get("/{note_id}/history", response_model=HistoryResponse, responses=error_responses(404))
-async def note_history(note_id: str, who: Auth, given: Given, svc: Svc) -> HistoryResponse:
-    """Previous versions (evolution by later notes, updates), oldest first."""
-    return HistoryResponse(versions=await svc.history(note_id, resolve_scope(who, given)))
+async def note_history(
+    note_id: str,
+    who: Auth,
+    given: Given,
+    svc: Svc,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> HistoryResponse:
+    """Previous versions (evolution by later notes, updates, rollbacks), oldest first, one page;
+    `/history/diff` gives what changed at each step."""
+    versions = await svc.history(note_id, resolve_scope(who, given), limit=limit, offset=offset)
+    return HistoryResponse(versions=versions)
