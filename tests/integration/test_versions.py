@@ -3,6 +3,7 @@ everything one add caused (links, evolutions), refusals that keep later changes,
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import math
 from collections.abc import AsyncIterator
@@ -14,7 +15,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.messages import AIMessage, BaseMessage
 
 from graphmem.config import Settings
-from graphmem.errors import InvalidInputError, NoteNotFoundError, VersionNotFoundError
+from graphmem.errors import ConflictError, InvalidInputError, NoteNotFoundError, VersionNotFoundError
 from graphmem.models import (
     AddWrite,
     ChangeKind,
@@ -112,6 +113,10 @@ async def test_rollback_is_a_new_version_and_search_follows(make_service: Any, s
     assert "".join(o.text for o in content.ops if o.op != "insert") == "Melanie teaches violin lessons in Seattle."
     assert "".join(o.text for o in content.ops if o.op != "delete") == v1.content
 
+    # Optimistic: a restore planned on version 3 writes nothing once the note moved on.
+    stale = Restore(note_id=a.note.id, version=v1, expected_version=3, embedding=[0.1] * 384, changed_by="rollback:1")
+    assert await svc.store.restore(stale, scope) is None
+
     with pytest.raises(InvalidInputError, match="at version 4 already"):
         await svc.rollback(a.note.id, scope, 4)
     with pytest.raises(VersionNotFoundError):
@@ -121,6 +126,26 @@ async def test_rollback_is_a_new_version_and_search_follows(make_service: Any, s
     with pytest.raises(NoteNotFoundError):
         await svc.rollback(a.note.id, Scope(user_id=p, agent_id="elsewhere"), 1)
     assert node(graph, a.note.id)["version"] == 4
+
+
+async def test_concurrent_rollbacks_lose_no_version(make_service: Any, scope: Scope, graph: Any) -> None:
+    """Rollbacks racing on one note: each either writes its own version or is refused (409), never
+    both writing over the same version."""
+    svc, _ = await make_service(enable_enrichment=False)
+    note = await svc.add("Ana plays the violin.", scope)
+    for text in ("Ana plays the cello.", "Ana plays the viola.", "Ana plays the harp."):
+        await svc.update(note.note.id, scope, text)  # versions 1..3 kept, the note at 4
+    outcomes = await asyncio.gather(
+        *(svc.rollback(note.note.id, scope, v) for v in (1, 2, 3, 1, 2, 3)), return_exceptions=True
+    )
+    written = [o for o in outcomes if not isinstance(o, BaseException)]
+    assert all(isinstance(o, ConflictError) for o in outcomes if isinstance(o, BaseException)), outcomes
+    assert written, outcomes
+    final = node(graph, note.note.id)
+    assert final["version"] == 4 + len(written)
+    history = await svc.history(note.note.id, scope)
+    assert [h.version for h in history] == list(range(1, 4 + len(written)))  # one version per write
+    assert sorted(o.note.version for o in written) == list(range(5, 5 + len(written)))
 
 
 async def test_history_diff_steps_causes_and_pages(make_service: Any, scope: Scope) -> None:
