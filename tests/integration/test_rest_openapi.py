@@ -60,6 +60,8 @@ async def test_every_route_answers_only_declared_errors(app: Any, scope: Scope, 
         ("post", "/v1/notes/{note_id}/links"): {"target_id": "nope"},
         ("post", "/v1/search"): {"query": "x"},
         ("post", "/v1/ask"): {"question": "x"},
+        ("post", "/v1/notes/{note_id}/rollback"): {"version": 1},
+        ("post", "/v1/notes/{note_id}/undo"): {},
     }
     bad_bodies = {
         ("post", "/v1/notes"): {"content": 5},
@@ -68,6 +70,8 @@ async def test_every_route_answers_only_declared_errors(app: Any, scope: Scope, 
         ("post", "/v1/notes/{note_id}/links"): {"target_id": "a", "type": "LOVES"},
         ("post", "/v1/search"): {"query": "x", "k": 0},
         ("post", "/v1/ask"): {"question": ""},
+        ("post", "/v1/notes/{note_id}/rollback"): {"version": 0},
+        ("post", "/v1/notes/{note_id}/undo"): {"delete_note": "perhaps"},
     }
     seen: dict[tuple[str, str], set[int]] = {}
     transport = httpx.ASGITransport(app=app)

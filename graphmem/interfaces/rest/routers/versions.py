@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 
 from graphmem.interfaces.rest.deps import Auth, Given, Svc, resolve_scope
+from graphmem.interfaces.rest.errors import COMMON_ERRORS, ERROR_MEANINGS, error_responses
 from graphmem.interfaces.rest.schemas import (
     HistoryDiffResponse,
     RollbackRequest,
@@ -17,12 +18,18 @@ from graphmem.interfaces.rest.schemas import (
 )
 from graphmem.models import UndoResult
 
-router = APIRouter(prefix="/v1/notes", tags=["versions"])
-
-_NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "no such note in the scope"}}
+router = APIRouter(prefix="/v1/notes", tags=["versions"], responses=error_responses(*COMMON_ERRORS))
 
 
-@router.get("/{note_id}/history/diff", response_model=HistoryDiffResponse, responses=_NOT_FOUND)
+def _errors(**meanings: str) -> dict[int | str, dict[str, Any]]:
+    """The shared error body, with what each status means on this route (``s404="..."``)."""
+    out = error_responses(*(int(k[1:]) for k in meanings))
+    for key, meaning in meanings.items():
+        out[int(key[1:])]["description"] = meaning
+    return out
+
+
+@router.get("/{note_id}/history/diff", response_model=HistoryDiffResponse, responses=error_responses(404))
 async def note_history_diff(
     note_id: str,
     who: Auth,
@@ -41,11 +48,11 @@ async def note_history_diff(
 @router.post(
     "/{note_id}/rollback",
     response_model=RollbackResultOut,
-    responses={
-        404: {"description": "no such note in the scope, or no such earlier version"},
-        409: {"description": "the note changed while it was rolled back; nothing written"},
-        422: {"description": "the note is at that version already, or the version is invalid"},
-    },
+    responses=_errors(
+        s404="no such note in this scope, or no such earlier version",
+        s409="the note changed while it was rolled back; nothing written",
+        s422=f"{ERROR_MEANINGS[422]}; or the note is at that version already",
+    ),
 )
 async def rollback_note(note_id: str, body: RollbackRequest, who: Auth, given: Given, svc: Svc) -> RollbackResultOut:
     """Roll the note back to an earlier version's content, context, tags and keywords, re-embedded, as
@@ -57,10 +64,10 @@ async def rollback_note(note_id: str, body: RollbackRequest, who: Auth, given: G
 @router.post(
     "/{note_id}/undo",
     response_model=UndoResult,
-    responses={
-        404: {"description": "no such note in the scope, and no evolution of its add recorded"},
-        422: {"description": "the id reads as a change label (update, repair, manual, rollback:N, undo:ID)"},
-    },
+    responses=_errors(
+        s404="no such note in this scope, and no evolution of its add recorded",
+        s422=f"{ERROR_MEANINGS[422]}; or the id reads as a change label (update, repair, manual, rollback:N, undo:ID)",
+    ),
 )
 async def undo_add(note_id: str, body: UndoRequest, who: Auth, given: Given, svc: Svc) -> UndoResult:
     """Undo everything the note's add caused, in one transaction: the links it made, and its evolutions
