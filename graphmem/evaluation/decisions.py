@@ -30,7 +30,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator, model_v
 
 from graphmem.errors import InvalidInputError
 from graphmem.models import FOLLOWS_REASON, ID_PATTERN, Link, LinkType, NeighbourChange, Note, Scope, Usage
-from graphmem.service.wording import content_words, copies, stem, supported_share, tokens
+from graphmem.service import content_words, copies, stem, supported_share, tokens
 
 Progress = Callable[[str, int, int], None]
 Embed = Callable[[Sequence[str]], list[list[float]]]
