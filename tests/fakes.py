@@ -151,6 +151,21 @@ class ScriptedChatModel(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=reply)])
 
 
+# What the scripted model appends to the first neighbour's text as its evolved context: a context that
+# stays about its own note, so the evolution guards let it through.
+EVOLVED_SUFFIX = " (updated after a related note)"
+
+
+def same_subject(messages: Sequence[BaseMessage]) -> str:
+    """A link reason naming what the new note and the first neighbour shown share (as the guards
+    require a reason to name something of both notes): 'same subject: <shared words>'."""
+    from graphmem.service.wording import content_words
+
+    new, first = [*noted(messages), "", ""][:2]
+    shared = sorted(content_words(new) & content_words(first))
+    return "same subject: " + ", ".join(shared[:3]) if shared else "same subject"
+
+
 def amem_responder(
     *,
     link_type: str = "SUPPORTS",
@@ -175,7 +190,7 @@ def amem_responder(
             )
         if step == "evolve":
             ids = shown_ids(messages)
-            links = [{"target_id": ids[0], "type": link_type, "reason": "same subject", "strength": 0.8}]
+            links = [{"target_id": ids[0], "type": link_type, "reason": same_subject(messages), "strength": 0.8}]
             if bad_id:
                 links.append({"target_id": "invented-id-0000", "type": "RELATED_TO", "reason": "x", "strength": 0.5})
             if bad_type:
@@ -184,7 +199,7 @@ def amem_responder(
                 [
                     {
                         "note_id": ids[0],
-                        "context": "Updated context after a related note.",
+                        "context": noted(messages)[1] + EVOLVED_SUFFIX,
                         "tags": ["evolved", "personal"],
                         "keywords": None,
                     }

@@ -103,10 +103,11 @@ def plan_evolution(
             if target in chosen:
                 continue
             neighbour = shown[target]
-            refusal = guards.reason_refusal(p.reason, note, neighbour)
+            reason = p.reason.strip()[:MAX_REASON_CHARS]
+            refusal = guards.reason_refusal(reason, note, neighbour)
             if refusal is not None:
-                plan.rejected.append(f"link to {target[:40]!r}: {refusal}")
-                continue
+                plan.rejected.append(f"reason for the link to {target[:40]!r}: {refusal}; the shared words are used")
+                reason = guards.shared_words_reason(note, neighbour)
             link_type = LinkType(p.type)
             if link_type == LinkType.CONTRADICTS:
                 unsupported = guards.contradiction_refusal(p.new_statement, p.neighbour_statement, note, neighbour)
@@ -117,7 +118,7 @@ def plan_evolution(
                 source_id=note.id,
                 target_id=target,
                 type=link_type,
-                reason=p.reason.strip()[:MAX_REASON_CHARS],
+                reason=reason,
                 strength=p.strength,
             )
     updates: dict[str, NeighbourEvolution] = {}

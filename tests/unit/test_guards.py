@@ -98,9 +98,13 @@ def test_plan_applies_the_guards_and_reports_each_refusal() -> None:
         }
     )
     plan = plan_evolution(TOMATO, [GARDEN, JOB], decision)
-    assert [(lk.target_id, lk.type) for lk in plan.links] == [("garden", LinkType.RELATED_TO)]
+    assert [(lk.target_id, lk.type) for lk in plan.links] == [
+        ("garden", LinkType.RELATED_TO),
+        ("job", LinkType.SUPPORTS),
+    ]
     assert any("without the two conflicting statements; kept as RELATED_TO" in r for r in plan.rejected)
     assert any("'job'" in r and "copies" in r for r in plan.rejected)
+    assert plan.links[1].reason == "related notes"  # the pasted reason replaced: the notes share no word
     (update,) = plan.updates
     assert update.tags == ["gardening", "tomatoes"] and update.keywords == ["garden", "plot"]
     assert any("removal of gardening, garden refused (kept)" in r for r in plan.rejected)
