@@ -88,6 +88,12 @@ class Settings(BaseSettings):
 
     # --- A-MEM algorithm and its ablation switches ---
     neighbour_k: int = Field(5, ge=0, le=50)
+    # How the LLM decides links (docs/evaluation.md has the measurements): "joint" is A-MEM's one call
+    # over all neighbours with typed links and neighbour updates; "pairwise" asks one yes/no question
+    # per nearest candidate; "auto" is pairwise for the local model and joint for other endpoints.
+    link_decision: Literal["auto", "joint", "pairwise"] = "auto"
+    link_candidates: int = Field(2, ge=1, le=50, description="pairwise: nearest neighbours judged")
+    link_threshold: float = Field(0.5, ge=0.0, le=1.0, description="pairwise: P(yes) needed for a link")
     enable_enrichment: bool = True
     enable_links: bool = True
     enable_evolution: bool = True
@@ -161,6 +167,13 @@ class Settings(BaseSettings):
         if self.llm_api_key is not None:
             return "openai"
         return "local"
+
+    @property
+    def resolved_link_decision(self) -> Literal["joint", "pairwise"]:
+        """``auto``: pairwise for the local model (small models judge one pair far better than a list)."""
+        if self.link_decision != "auto":
+            return self.link_decision
+        return "pairwise" if self.resolved_llm_provider == "local" else "joint"
 
     @property
     def neo4j_auth(self) -> tuple[str, str] | None:

@@ -315,6 +315,7 @@ class AddResult(BaseModel):
     links: list[Link] = Field(default_factory=list)
     evolved: list[NeighbourChange] = Field(default_factory=list)
     rejected: list[str] = Field(default_factory=list)  # LLM proposals refused (bad id/type), why
+    candidates: list[str] = Field(default_factory=list)  # ids of the neighbours the link decision was shown
     usage: Usage = Field(default_factory=Usage)
 
 
@@ -407,6 +408,7 @@ class EvolutionPlan:
     links: list[Link] = field(default_factory=list)
     updates: list[NeighbourEvolution] = field(default_factory=list)
     rejected: list[str] = field(default_factory=list)
+    candidates: list[str] = field(default_factory=list)  # ids of the neighbours the decision was shown
 
 
 @dataclass

@@ -53,6 +53,7 @@ MEANING = {
     "search_k": "default number of search hits",
     "search_mode": "default search mode",
     "links_per_hit": "linked notes added per hit (mode `links`, `hybrid`)",
+    "link_decision": "how the LLM decides links: `joint` (A-MEM: one call, typed links, evolution), `pairwise` (one yes/no per nearest candidate), `auto` (pairwise for the local model)",
     "over_fetch_ratio": "vector over-fetch factor before scope filtering",
     "context_token_budget": "token budget of the context `ask` builds",
     "auth_disabled": "REST/MCP without API keys (local use only)",

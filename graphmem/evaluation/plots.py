@@ -90,3 +90,30 @@ def plot_qa(result: dict[str, Any], path: Path, metric: str = "f1") -> Path:
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def plot_decisions(result: dict[str, Any], path: Path) -> Path:
+    """Link precision, recall of related pairs and its ceiling per gold conversation, with the targets."""
+    plt = _plt()
+    convs = result["conversations"]
+    names = [s["conversation"] for s in convs]
+    series = [
+        ("precision", [s["links"]["precision"] or 0 for s in convs]),
+        ("recall", [s["links"]["recall"] or 0 for s in convs]),
+        ("related pairs shown", [s["links"]["candidate_recall"] or 0 for s in convs]),
+    ]
+    fig, ax = plt.subplots(figsize=(9, 4))
+    width = 0.8 / len(series)
+    for i, (label, vals) in enumerate(series):
+        ax.bar([j + i * width for j in range(len(names))], vals, width, label=label)
+    ax.axhline(0.8, color="C0", lw=0.8, ls=":")
+    ax.axhline(0.5, color="C1", lw=0.8, ls=":")
+    ax.set_xticks([j + width for j in range(len(names))], names, fontsize=8)
+    c = result["config"]
+    ax.set(ylim=(0, 1.05), ylabel="share", title=f"Link decisions against gold ({c['llm_model']})")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3, axis="y")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

@@ -230,7 +230,11 @@ def write_outputs(result: dict[str, Any], out_dir: Path, *, plots: bool = True) 
     out_dir.mkdir(parents=True, exist_ok=True)
     kind = result["kind"]
     written = {"json": write_json(out_dir / f"{kind}.json", result)}
-    md = {"qa": qa_markdown, "retrieval": retrieval_markdown, "bench": bench_markdown}[kind](result)
+    from graphmem.evaluation.decisions import decisions_markdown
+
+    md = {"qa": qa_markdown, "retrieval": retrieval_markdown, "bench": bench_markdown, "decisions": decisions_markdown}[
+        kind
+    ](result)
     (out_dir / f"{kind}.md").write_text(md, encoding="utf-8")
     written["markdown"] = out_dir / f"{kind}.md"
     if plots:
@@ -238,6 +242,8 @@ def write_outputs(result: dict[str, Any], out_dir: Path, *, plots: bool = True) 
             written["plot"] = p.plot_recall(result, out_dir / "recall_at_k.png")
         elif kind == "bench" and result["sizes"]:
             written["plot"] = p.plot_latency(result, out_dir / "latency_vs_size.png")
+        elif kind == "decisions" and result["conversations"]:
+            written["plot"] = p.plot_decisions(result, out_dir / "decisions.png")
         elif kind == "qa" and result["systems"]:
             written["plot"] = p.plot_qa(result, out_dir / "qa_f1_by_category.png")
     return written

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 import time
 from collections.abc import Sequence
@@ -107,6 +108,26 @@ def _record_usage(usage: Usage, raw: BaseMessage | None) -> None:
     usage.output_tokens += int(meta.get("output_tokens", 0) or 0)
 
 
+def yes_probability(raw: BaseMessage) -> float:
+    """P(yes) / (P(yes) + P(no)) over the first token's top log-probabilities (OpenAI's logprobs
+    format, which llama.cpp servers follow); without them, the answer text decides (1 or 0)."""
+    logprobs = raw.response_metadata.get("logprobs") if isinstance(raw, AIMessage) else None
+    first = (logprobs or {}).get("content") or []
+    if first:
+        top = first[0].get("top_logprobs") or [first[0]]
+        yes = no = 0.0
+        for t in top:
+            word = str(t.get("token", "")).strip().lower()
+            if (word and "yes".startswith(word)) or word.startswith("yes"):
+                yes += math.exp(float(t["logprob"]))
+            elif word and ("no".startswith(word) or word.startswith("no")):
+                no += math.exp(float(t["logprob"]))
+        if yes + no > 0:
+            return yes / (yes + no)
+    content = raw.content if isinstance(raw.content, str) else ""
+    return 1.0 if content.strip().lower().startswith("yes") else 0.0
+
+
 class LLMCaller:
     """Calls one chat model for structured output or text, with retries, repair and accounting."""
 
@@ -127,6 +148,7 @@ class LLMCaller:
         self.repair_attempts = repair_attempts
         self._wait = _WaitRetryAfter(max_wait)
         self._bound: dict[type[BaseModel], Any] = {}
+        self._judge: Any = None
 
     def _structured(self, schema: type[BaseModel]) -> Any:
         if schema not in self._bound:
@@ -201,8 +223,32 @@ class LLMCaller:
             log.info("structured output for %s unusable (round %d): %.200s", schema.__name__, round_no, error)
         return None, []
 
-    async def text(self, messages: Sequence[BaseMessage], usage: Usage) -> str:
-        raw = await self._invoke(self.model, messages, usage)
+    def _judging(self) -> Any:
+        """The model asked for one token and its log-probabilities (a yes/no judgment)."""
+        if self._judge is None:
+            kwargs: dict[str, Any] = {"logprobs": True, "top_logprobs": 5, "max_tokens": 1}
+            extra = getattr(self.model, "extra_body", None)
+            if isinstance(extra, dict) and "max_tokens" in extra:  # servers that read only max_tokens
+                kwargs["extra_body"] = {**extra, "max_tokens": 1}
+            self._judge = self.model.bind(**kwargs)
+        return self._judge
+
+    async def yes_probability(self, messages: Sequence[BaseMessage], usage: Usage) -> float:
+        """P(yes) of a yes/no question from the first token's log-probabilities; servers that send
+        none count a 'yes' answer as 1 and anything else as 0."""
+        raw = await self._invoke(self._judging(), messages, usage)
+        _record_usage(usage, raw)
+        return yes_probability(raw)
+
+    async def text(self, messages: Sequence[BaseMessage], usage: Usage, *, max_tokens: int | None = None) -> str:
+        runnable = self.model
+        if max_tokens is not None:
+            kwargs: dict[str, Any] = {"max_tokens": max_tokens}
+            extra = getattr(self.model, "extra_body", None)
+            if isinstance(extra, dict) and "max_tokens" in extra:
+                kwargs["extra_body"] = {**extra, "max_tokens": max_tokens}
+            runnable = self.model.bind(**kwargs)  # type: ignore[assignment]
+        raw = await self._invoke(runnable, messages, usage)
         _record_usage(usage, raw)
         content = raw.content
         return strip_unsafe(content if isinstance(content, str) else json.dumps(content))

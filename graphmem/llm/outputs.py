@@ -84,11 +84,28 @@ class ProposedLink(BaseModel):
     )
     type: LinkType = Field(description="relation of the NEW note to the neighbour")
     strength: float = Field(0.5, ge=0.0, le=1.0, description="0..1, how strong the relation is")
+    # A CONTRADICTS link must name the two statements that cannot both be true; the service checks
+    # each against its note and keeps the link as RELATED_TO when they are missing or not found.
+    new_statement: str | None = Field(
+        None,
+        description="only for CONTRADICTS: the NEW note's statement that conflicts, in its words",
+        json_schema_extra={"maxLength": _MAX_REASON},
+    )
+    neighbour_statement: str | None = Field(
+        None,
+        description="only for CONTRADICTS: the neighbour's statement that conflicts, in its words",
+        json_schema_extra={"maxLength": _MAX_REASON},
+    )
 
     @field_validator("reason", mode="after")
     @classmethod
     def _reason(cls, v: str) -> str:
         return clean_text(v)
+
+    @field_validator("new_statement", "neighbour_statement", mode="after")
+    @classmethod
+    def _statement(cls, v: str | None) -> str | None:
+        return clean_text(v) or None if v is not None else None
 
 
 class ProposedUpdate(BaseModel):

@@ -31,6 +31,31 @@ EVOLVE_SYSTEM = (
     "keep it. Never change a neighbour's content. An empty list is fine.\n" + _DATA_RULE
 )
 
+# The pairwise link decision (small local models): one yes/no question per candidate, answered in one
+# token whose probability the service reads. The system text is the same for every call, so a server
+# with prompt caching evaluates only the two notes.
+RELATED_SYSTEM = (
+    "You link notes in a personal memory. Two notes from a conversation are shown. Answer yes if both notes "
+    "are about the same specific thing: the same event, plan, object, pet, job, project, place or activity "
+    "(one continues, updates, answers or adds detail to the other). Answer no if they only share a broad "
+    "theme (two different hobbies, two different trips) or only the speaker. " + _DATA_RULE + " Answer with "
+    "one word: yes or no."
+)
+
+LINK_REASON_SYSTEM = (
+    "Two linked notes from a conversation are shown. Say in 3 to 8 words what links them: the specific thing "
+    "both are about (for example: Lena's tomato seedlings; Omar's new job at Lumio). Use words from the notes. "
+    + _DATA_RULE
+    + " Reply with the phrase only."
+)
+
+EVOLVE_ONE_SYSTEM = (
+    "You keep the context line of a memory note up to date. An EARLIER note, its current context and a "
+    "LATER note about the same thing are shown. Write the earlier note's new context: one sentence about the "
+    "earlier note that may add what the later note tells about it. Stay about the earlier note; do not "
+    "describe the later note on its own. " + _DATA_RULE + " Reply with the sentence only."
+)
+
 ANSWER_SYSTEM = (
     "You answer questions from an agent's memory notes. Use only the notes. Answer with a short phrase, "
     "using the notes' own words where possible. For questions about time, answer with a date or period "
@@ -66,6 +91,33 @@ def evolve_messages(note: Note, neighbours: Sequence[Note]) -> list[BaseMessage]
     return [
         SystemMessage(EVOLVE_SYSTEM),
         HumanMessage(f"NEW note:\n{render_note(note)}\n\nNEIGHBOUR notes:\n{shown}\n\nValid neighbour ids: {ids}"),
+    ]
+
+
+def related_messages(earlier: Note, later: Note) -> list[BaseMessage]:
+    """Are two notes about the same specific thing? (yes/no, one token)"""
+    return [
+        SystemMessage(RELATED_SYSTEM),
+        HumanMessage(
+            f"Note A: <note>{earlier.content}</note>\nNote B: <note>{later.content}</note>\nSame specific thing?"
+        ),
+    ]
+
+
+def link_reason_messages(earlier: Note, later: Note) -> list[BaseMessage]:
+    return [
+        SystemMessage(LINK_REASON_SYSTEM),
+        HumanMessage(f"Note A: <note>{earlier.content}</note>\nNote B: <note>{later.content}</note>\nWhat links them?"),
+    ]
+
+
+def evolve_one_messages(earlier: Note, later: Note) -> list[BaseMessage]:
+    return [
+        SystemMessage(EVOLVE_ONE_SYSTEM),
+        HumanMessage(
+            f"EARLIER note: <note>{earlier.content}</note>\nIts context: {earlier.context or '-'}\n"
+            f"LATER note: <note>{later.content}</note>\nNew context of the earlier note:"
+        ),
     ]
 
 

@@ -6,6 +6,7 @@ from graphmem.models import NoteInput, SearchFilters, SearchMode
 from graphmem.service.context import Context, build_context
 from graphmem.service.memory import AsyncMemoryService, Progress
 from graphmem.service.sync import MemoryService
+from graphmem.service.wording import content_words, copies, stem, supported_share, tokens
 
 __all__ = [
     "AsyncMemoryService",
@@ -16,4 +17,9 @@ __all__ = [
     "SearchFilters",
     "SearchMode",
     "build_context",
+    "content_words",
+    "copies",
+    "stem",
+    "supported_share",
+    "tokens",
 ]

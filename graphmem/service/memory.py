@@ -295,12 +295,28 @@ class AsyncMemoryService:
         neighbours = [n for n, _ in found]
         if not neighbours:  # A-MEM asks even with zero neighbours; nothing could come of it
             return EvolutionPlan()
-        decision, rejected = await evolve.propose(await self.llm_caller(), note, neighbours, usage)
-        if decision is None:
-            return EvolutionPlan(rejected=rejected)
-        return evolve.plan_evolution(
-            note, neighbours, decision, links=s.enable_links, evolution=s.enable_evolution, rejected=rejected
-        )
+        llm = await self.llm_caller()
+        if s.resolved_link_decision == "pairwise":
+            plan = await evolve.decide_pairwise(
+                llm,
+                note,
+                neighbours,
+                usage,
+                candidates=s.link_candidates,
+                threshold=s.link_threshold,
+                links=s.enable_links,
+                evolution=s.enable_evolution,
+            )
+            plan.candidates = [n.id for n in neighbours[: s.link_candidates]]
+        else:
+            decision, rejected = await evolve.propose(llm, note, neighbours, usage)
+            if decision is None:
+                return EvolutionPlan(rejected=rejected, candidates=[n.id for n in neighbours])
+            plan = evolve.plan_evolution(
+                note, neighbours, decision, links=s.enable_links, evolution=s.enable_evolution, rejected=rejected
+            )
+            plan.candidates = [n.id for n in neighbours]
+        return await evolve.screen_evolutions(plan, note, neighbours, lambda texts: self._embed(texts, usage))
 
     async def write_note(self, built: ConstructedNote, plan: EvolutionPlan, *, follows: str | None = None) -> AddResult:
         """Step 3 of an add: re-embed the evolved neighbours and write the note, its links (plus
@@ -336,6 +352,7 @@ class AsyncMemoryService:
             links=outcome.links,
             evolved=evolve.neighbour_changes(plan, outcome.versions),
             rejected=plan.rejected,
+            candidates=plan.candidates,
             usage=usage,
         )
 

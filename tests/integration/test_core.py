@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from graphmem.errors import ConflictError, InvalidInputError, NoteNotFoundError
 from graphmem.models import FOLLOWS_REASON, EnrichmentStatus, LinkType, Scope, SearchFilters, SearchHit
 from graphmem.service.text import embed_text
-from tests.fakes import amem_responder, shown_ids, step_of, text_reply, tool_reply
+from tests.fakes import EVOLVED_SUFFIX, amem_responder, noted, shown_ids, step_of, text_reply, tool_reply
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -58,14 +58,14 @@ async def test_links_and_evolution_land_in_one_add(make_service: Any, scope: Sco
     )
     assert [r["t"] for r in rel] == ["SUPPORTS"]
     props = rel[0]["r"]
-    assert props["reason"] == "same subject" and props["strength"] == 0.8
+    assert props["reason"].startswith("same subject: ") and props["strength"] == 0.8
     assert props["caused_by"] == second.note.id and props["created_at"] is not None
     assert props["user_id"] == scope.user_id
 
     neighbour = graph.q("MATCH (n:Note {id: $id}) RETURN n", id=first.note.id)[0]["n"]
     assert neighbour["version"] == 2
-    assert neighbour["context"] == "Updated context after a related note."
-    assert neighbour["tags"] == ["evolved", "personal"]
+    assert neighbour["context"] == "Melanie runs a pottery studio in Portland." + EVOLVED_SUFFIX
+    assert neighbour["tags"] == ["conversation", "personal", "evolved"]  # tags only grow
     assert neighbour["content"] == "Melanie runs a pottery studio in Portland."  # content never evolves
     versions = graph.q("MATCH (:Note {id: $id})-[:PREVIOUS_VERSION]->(v:NoteVersion) RETURN v", id=first.note.id)
     assert len(versions) == 1
@@ -109,7 +109,7 @@ async def test_ids_echoed_with_the_prompt_label_are_matched_exactly(make_service
             {
                 "links": [
                     {"target_id": f"id:{real}x", "type": "RELATED_TO", "reason": "near miss", "strength": 0.5},
-                    {"target_id": f"'ID: {real.upper()}'", "type": "SUPPORTS", "reason": "label", "strength": 0.7},
+                    {"target_id": f"'ID: {real.upper()}'", "type": "SUPPORTS", "reason": "Jon's job", "strength": 0.7},
                 ],
                 "neighbour_updates": [],
             },
@@ -134,11 +134,8 @@ async def test_update_that_pastes_another_notes_context_is_refused(make_service:
         new_context = str(messages[-1].content).split("context: ", 1)[1].split("\n", 1)[0]
         updates = [{"note_id": i, "context": f"  {new_context.upper()} ", "tags": ["copied"]} for i in ids]
         if len(ids) > 1:
-            updates[-1] = {
-                "note_id": ids[-1],
-                "context": "Jon's banking job ended before the studio opened.",
-                "tags": None,
-            }
+            own = noted(messages)[len(ids)]  # the last neighbour's own text: an update that stays about it
+            updates[-1] = {"note_id": ids[-1], "context": f"Still true: {own}", "tags": None}
         return tool_reply("EvolutionDecision", {"links": [], "neighbour_updates": updates})
 
     svc, _ = await make_service(respond)
@@ -149,7 +146,7 @@ async def test_update_that_pastes_another_notes_context_is_refused(make_service:
     c = await svc.add("Jon's dance studio opened in Brooklyn.", scope)
     assert len(c.evolved) == 1 and len(c.rejected) == 1
     evolved = await svc.get(c.evolved[0].note_id, scope)
-    assert evolved.context == "Jon's banking job ended before the studio opened." and evolved.version == 2
+    assert evolved.context == f"Still true: {evolved.content}" and evolved.version == 2
 
 
 async def test_no_cross_scope_neighbours_or_hits(make_service: Any, scope: Scope, graph: Any) -> None:
@@ -271,7 +268,11 @@ async def test_search_modes_report_how_hits_were_found(make_service: Any, scope:
     linked = await svc.search("red convertible", scope, k=1, mode="links")
     assert linked[0].note.id == vector[0].note.id
     via = [h for h in linked if h.found_by == ["link"]]
-    assert via and via[0].linked_via[0].type == LinkType.SUPPORTS and via[0].linked_via[0].reason == "same subject"
+    assert (
+        via
+        and via[0].linked_via[0].type == LinkType.SUPPORTS
+        and via[0].linked_via[0].reason.startswith("same subject: ")
+    )
     assert {h.note.id for h in linked} >= {a.note.id, b.note.id}
     hybrid = await svc.search("Oslo snowy", scope, k=2, mode="hybrid")
     assert any("fulltext" in h.found_by for h in hybrid)

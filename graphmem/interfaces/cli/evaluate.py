@@ -238,3 +238,49 @@ def retrieval_cmd(
         return
     console.print((out / "retrieval.md").read_text(encoding="utf-8"))
     _print_outputs(written)
+
+
+@app.command("decisions")
+def decisions_cmd(
+    out: Annotated[
+        Path, typer.Option("--out", help="output folder (decisions.json, decisions.md, decisions.png)")
+    ] = Path("eval-out/decisions"),
+    gold: Annotated[
+        Path | None, typer.Option("--gold", help="gold conversations file (default: the shipped one; format in docs)")
+    ] = None,
+    conversations: Annotated[
+        str | None, typer.Option("--conversations", "-c", help="conversation ids, comma-separated (default all)")
+    ] = None,
+    follows: Annotated[
+        bool,
+        typer.Option("--follows/--no-follows", help="each turn FOLLOWS the previous one (as conversations are stored)"),
+    ] = True,
+    keep: Annotated[
+        bool, typer.Option("--keep", help="keep the run's notes in Neo4j (user eval-decisions) to explore")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Decision quality of the configured LLM: links and evolutions against gold conversations."""
+    from graphmem.evaluation.decisions import DecisionsConfig, load_gold, run_decisions_eval
+    from graphmem.evaluation.report import write_outputs
+    from graphmem.local import chat_model
+    from graphmem.service import AsyncMemoryService
+
+    ids = tuple(x.strip() for x in conversations.split(",") if x.strip()) if conversations else ()
+    load_gold(gold, ids or None)  # a bad file or id fails before anything starts
+    cfg = DecisionsConfig(gold=gold, conversations=ids, follows=follows, keep_notes=keep)
+    settings = _settings()
+
+    async def main(update: Callable[[str, int, int], None]) -> dict[str, Any]:
+        model = await asyncio.to_thread(chat_model, settings)  # the local LLM starts off the event loop
+        async with await AsyncMemoryService.create(settings, chat_model=model) as svc:
+            return await run_decisions_eval(svc, cfg, progress=update)
+
+    with progress_bars() as update:
+        result = asyncio.run(main(update))
+    written = write_outputs(result, out)
+    if as_json:
+        print_json(result)
+        return
+    console.print((out / "decisions.md").read_text(encoding="utf-8").split("\n## ", 1)[0])
+    _print_outputs(written)
