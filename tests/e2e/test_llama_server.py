@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 
 from graphmem.config import Settings, load_settings
@@ -80,6 +81,11 @@ def llm(settings: Settings) -> Iterator[LocalLLM]:
         Path(local.model_path).unlink(missing_ok=True)  # 0.5 GB: don't leave it in pytest's tmp
 
 
+def _chat(settings: Settings, llm: LocalLLM) -> BaseChatModel:
+    """What the edge builds (graphmem.local.chat_model) for a started server."""
+    return make_chat_model(settings, base_url=llm.base_url, model=llm.model_name, local_server=llm.server)
+
+
 def _get(llm: LocalLLM, path: str) -> Any:
     with urllib.request.urlopen(llm.base_url.removesuffix("/v1") + path, timeout=120) as resp:
         body = resp.read()
@@ -96,9 +102,10 @@ NEIGHBOURS = [
 
 async def test_structured_output_is_grammar_constrained(settings: Settings, llm: LocalLLM) -> None:
     assert llm.status().server == "llama-server"
-    method = structured_method(settings, local_server=llm.server)
+    chat = _chat(settings, llm)
+    method = structured_method(settings, chat_model=chat)  # as the service picks it
     assert method == "json_schema"
-    caller = LLMCaller(make_chat_model(settings, local=llm), method=method, repair_attempts=1)
+    caller = LLMCaller(chat, method=method, repair_attempts=1)
 
     usage = Usage()
     enrichment, _ = await caller.structured(NoteEnrichment, enrich_messages(NEW.content), usage)
@@ -113,7 +120,7 @@ async def test_structured_output_is_grammar_constrained(settings: Settings, llm:
 
 
 async def test_two_requests_are_decoded_together(settings: Settings, llm: LocalLLM) -> None:
-    chat = make_chat_model(settings.model_copy(update={"llm_max_tokens": 48}), local=llm)
+    chat = _chat(settings.model_copy(update={"llm_max_tokens": 48}), llm)
     prompts = [f"Write a list of {n} fruits, one per line." for n in ("twenty", "thirty")]
     replies = await asyncio.gather(*(chat.ainvoke([HumanMessage(p)]) for p in prompts))
     assert all(r.content for r in replies)
@@ -124,7 +131,7 @@ async def test_two_requests_are_decoded_together(settings: Settings, llm: LocalL
 
 
 async def test_a_cancelled_call_stops_on_the_server(settings: Settings, llm: LocalLLM) -> None:
-    chat = make_chat_model(settings.model_copy(update={"llm_max_tokens": 400}), local=llm)
+    chat = _chat(settings.model_copy(update={"llm_max_tokens": 400}), llm)
     log_before = llm.log_file.read_text(errors="replace").count("cancel task")
     call = asyncio.ensure_future(chat.ainvoke([HumanMessage("Count from 1 to 400, one number per line.")]))
     for _ in range(600):  # until it generates (polled sparsely: see graphmem/llm/progress.py)
