@@ -44,7 +44,7 @@ MEANING = {
     "local_llm_port": "port of the local LLM server",
     "local_llm_threads": "CPU threads of the local LLM server",
     "local_llm_ctx": "context window of the local LLM server (of each slot of llama-server)",
-    "local_llm_server": "auto = llama.cpp's llama-server (built on first use), else the llama-cpp-python server",
+    "local_llm_server": "auto = llama.cpp's llama-server (built by install.sh or `graphmem llm start`), else llama-cpp-python's server",
     "local_llm_parallel": "slots of llama-server: requests decoded together (continuous batching)",
     "local_llm_max_wait": "longest local call while llama-server makes progress (`GRAPHMEM_LLM_TIMEOUT` = longest without)",
     "neighbour_k": "neighbours considered when linking / evolving a new note",
