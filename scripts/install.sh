@@ -71,7 +71,7 @@ fi
 # is a no-op until the version or the flags change. A failed build is not fatal: graphmem then
 # falls back to llama-cpp-python's server (`graphmem llm build` retries).
 if [[ ${GRAPHMEM_LOCAL_LLM_SERVER:-auto} != llama-cpp-python ]]; then
-  log "graphmem llm build (llama-server; a new machine compiles it once: ~6 min on 2 idle cores)"
+  log "graphmem llm build (llama-server; a new machine compiles it once: ~13 CPU-minutes, ~7 min on 2 idle cores)"
   .venv/bin/graphmem llm build \
     || log "llama-server did not build (see the message above); graphmem will use llama-cpp-python's server"
 fi

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import signal
 import sys
+import time
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -93,6 +94,7 @@ def build(
 ) -> None:
     """Build llama-server and llama-bench from llama-cpp-python's vendored llama.cpp (cached; minutes)."""
     llama = LlamaBuild(get_settings().home)
+    asked = time.time()
     if json_out:
         info = llama.ensure(force=force)
     else:
@@ -102,7 +104,10 @@ def build(
         print_json({**info.to_dict(), "bin_dir": str(llama.bin_dir)})
         return
     console.print(f"[green]llama-server[/] (llama.cpp of llama-cpp-python {info.version}) in {llama.bin_dir}")
-    console.print(f"  built in {info.seconds:.0f}s with {info.jobs} jobs; flags {' '.join(info.flags)}", soft_wrap=True)
+    when = "built now" if info.built_at >= asked else "cached; built"
+    console.print(
+        f"  {when} in {info.seconds:.0f}s with {info.jobs} jobs; flags {' '.join(info.flags)}", soft_wrap=True
+    )
 
 
 @app.command()
