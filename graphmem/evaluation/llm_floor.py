@@ -135,6 +135,7 @@ class LevelResult:
     prompt_tokens: int
     output_tokens: int
     mean_latency_s: float
+    load_1m: float | None = None  # the machine's 1-minute load average when the level started
 
     @property
     def requests_per_s(self) -> float:
@@ -171,6 +172,7 @@ async def measure_level(
     server: str, base_url: str, model: str, *, concurrency: int, requests: int, max_tokens: int = 100
 ) -> LevelResult:
     """``requests`` requests in rounds of ``concurrency`` sent together; aggregate throughput."""
+    load = os.getloadavg()[0]
     async with httpx.AsyncClient(timeout=httpx.Timeout(3600.0), trust_env=False) as client:
         results: list[tuple[float, int, int]] = []
         started = time.perf_counter()
@@ -185,6 +187,7 @@ async def measure_level(
         prompt_tokens=sum(r[1] for r in results),
         output_tokens=sum(r[2] for r in results),
         mean_latency_s=round(sum(r[0] for r in results) / len(results), 2),
+        load_1m=round(load, 2),
     )
 
 
@@ -245,8 +248,8 @@ class LlmBenchResult:
             f"Load average before / after: {self.load_before} / {self.load_after}; llama-server slots: {self.parallel}.",
             "",
             "| server | concurrent | requests | wall s | req/s | out tok/s | mean latency s | speedup vs 1 "
-            "| vs llama-cpp-python | latency / floor |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+            "| vs llama-cpp-python | latency / floor | load (1 min) |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
         ]
         ratios = {(x["server"], x["concurrency"]): x for x in self.ratios()}
         for lv in self.levels:
@@ -254,7 +257,7 @@ class LlmBenchResult:
             lines.append(
                 f"| {lv.server} | {lv.concurrency} | {lv.requests} | {lv.wall_s} | {lv.requests_per_s:.3f} "
                 f"| {lv.output_tokens_per_s:.1f} | {lv.mean_latency_s} | {x['speedup_vs_1']} "
-                f"| {x['vs_llama_cpp_python']} | {x.get('latency_over_floor', '')} |"
+                f"| {x['vs_llama_cpp_python']} | {x.get('latency_over_floor', '')} | {lv.load_1m} |"
             )
         lines += ["", *[f"- {n}" for n in self.notes]]
         return "\n".join(lines) + "\n"
@@ -282,8 +285,12 @@ def run_llm_bench(
     max_tokens: int = 100,
     bench_repetitions: int = 3,
     report: Report = lambda _m: None,
+    on_update: Callable[[LlmBenchResult], None] = lambda _r: None,
 ) -> LlmBenchResult:
-    """llama-bench for ``settings.local_model``, then each level against every server, in turns."""
+    """llama-bench for ``settings.local_model``, then each level against every server, in turns.
+
+    ``on_update`` gets the result so far after llama-bench and after every level (the CLI writes
+    it out each time, so an interrupted run keeps what it measured)."""
     from graphmem.local.llama_build import LlamaBuild
     from graphmem.local.llm_server import LocalLLM
 
@@ -313,6 +320,7 @@ def run_llm_bench(
                 result.rates = llama_bench(
                     build.bench_binary, model_path, threads=threads, repetitions=bench_repetitions
                 )
+                on_update(result)
             for level in levels:
                 for name, llm in managers.items():
                     report(f"{name}: {requests} requests, {level} at a time")
@@ -323,6 +331,8 @@ def run_llm_bench(
                         )
                     )  # fmt: skip
                     result.levels.append(lv)
+                    result.load_after = os.getloadavg()
+                    on_update(result)
         finally:
             for llm in managers.values():
                 llm.stop()

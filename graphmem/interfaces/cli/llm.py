@@ -151,7 +151,7 @@ def bench(
 ) -> None:
     """The floor (llama-bench pp/tg) and the throughput of concurrent A-MEM-sized requests, llama-server
     vs the llama-cpp-python server, side by side (own servers on --ports; slow: minutes)."""
-    from graphmem.evaluation.llm_floor import run_llm_bench
+    from graphmem.evaluation.llm_floor import LlmBenchResult, run_llm_bench
 
     settings = _settings(model)
     level_list = [int(x) for x in levels.split(",") if x.strip()]
@@ -163,6 +163,12 @@ def bench(
         raise typer.BadParameter("one port per server", param_hint="--ports")
     # A `timeout` or `kill` must still stop the bench's servers (the finally blocks run on SystemExit).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    out.mkdir(parents=True, exist_ok=True)
+
+    def save(result: LlmBenchResult) -> None:  # after every step: an interrupted run keeps its numbers
+        (out / "llm_bench.json").write_text(json.dumps(result.to_dict(), indent=1))
+        (out / "llm_bench.md").write_text(result.markdown())
+
     with Status("LLM bench", console=console) as spinner:
         result = run_llm_bench(
             settings,
@@ -173,10 +179,9 @@ def bench(
             max_tokens=max_tokens,
             bench_repetitions=bench_reps,
             report=lambda m: spinner.update(f"LLM bench: {m}"),
+            on_update=save,
         )
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "llm_bench.json").write_text(json.dumps(result.to_dict(), indent=1))
-    (out / "llm_bench.md").write_text(result.markdown())
+    save(result)
     if json_out:
         print_json(result.to_dict())
     else:
