@@ -24,6 +24,7 @@ EmbedTextVariant = Literal["full", "content", "amem"]
 Neo4jLine = Literal["5.26", "2026"]
 # The version of each line that graphmem tests and the local server fetches unless told otherwise.
 NEO4J_PINNED: dict[str, str] = {"5.26": "5.26.30", "2026": "2026.08.1"}
+LocalServer = Literal["auto", "llama-server", "llama-cpp-python"]
 
 
 def _default_home() -> Path:
@@ -85,6 +86,9 @@ class Settings(BaseSettings):
     local_llm_port: int = Field(8011, ge=1, le=65535)
     local_llm_threads: int = Field(2, ge=1, le=64)
     local_llm_ctx: int = Field(4096, ge=512, le=32768)
+    local_llm_server: LocalServer = "auto"
+    local_llm_parallel: int = Field(4, ge=1, le=64)
+    local_llm_max_wait: float = Field(1800.0, gt=0)
 
     # --- A-MEM algorithm and its ablation switches ---
     neighbour_k: int = Field(5, ge=0, le=50)

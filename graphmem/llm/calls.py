@@ -14,12 +14,14 @@ import math
 import re
 import time
 from collections.abc import Sequence
+from operator import itemgetter
 from typing import Any, TypeVar
 
 import httpx
 import openai
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.runnables import RunnableLambda, RunnableMap, RunnablePassthrough
 from pydantic import BaseModel, ValidationError
 from tenacity import (
     AsyncRetrying,
@@ -102,6 +104,36 @@ def _has_tool_call(raw: AIMessage) -> bool:
     return bool(raw.tool_calls or raw.invalid_tool_calls or raw.additional_kwargs.get("tool_calls"))
 
 
+def _json_schema_runnable(model: BaseChatModel, schema: type[BaseModel]) -> Any:
+    """``response_format: json_schema`` sent in the request body, the reply parsed here.
+
+    The same request ``with_structured_output(method="json_schema")`` makes (llama-server turns the
+    schema into a grammar that constrains every token; OpenAI enforces it server-side), but through
+    the plain completion path: langchain-openai's structured path calls the SDK's ``parse()``, which
+    raises on a reply cut off at the output limit and on any value the grammar does not enforce
+    (a number's range), losing the reply that repair and ``lenient`` would have used.
+    Returns ``{"raw", "parsed", "parsing_error"}`` like ``include_raw=True``.
+    """
+    response_format = {
+        "type": "json_schema",
+        "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema(), "strict": False},
+    }
+    extra_body = {**(getattr(model, "extra_body", None) or {}), "response_format": response_format}
+
+    def parse(raw: AIMessage) -> BaseModel:
+        # Strict: the reply must be the JSON object itself. Anything else (fenced, with prose) goes
+        # through the caller's repair path, which extracts it and counts a repair.
+        if raw.tool_calls:
+            return schema.model_validate(raw.tool_calls[0]["args"])
+        return schema.model_validate_json(raw.content if isinstance(raw.content, str) else "")
+
+    parsed = RunnablePassthrough.assign(parsed=itemgetter("raw") | RunnableLambda(parse), parsing_error=lambda _: None)
+    unparsed = RunnablePassthrough.assign(parsed=lambda _: None)
+    return RunnableMap(raw=model.bind(extra_body=extra_body)) | parsed.with_fallbacks(
+        [unparsed], exception_key="parsing_error"
+    )
+
+
 def _record_usage(usage: Usage, raw: BaseMessage | None) -> None:
     meta = getattr(raw, "usage_metadata", None) or {}
     usage.input_tokens += int(meta.get("input_tokens", 0) or 0)
@@ -152,10 +184,11 @@ class LLMCaller:
 
     def _structured(self, schema: type[BaseModel]) -> Any:
         if schema not in self._bound:
-            kwargs: dict[str, Any] = {"method": self.method, "include_raw": True}
             if self.method == "json_schema":
-                kwargs["strict"] = False
-            self._bound[schema] = self.model.with_structured_output(schema, **kwargs)
+                self._bound[schema] = _json_schema_runnable(self.model, schema)
+            else:
+                kwargs: dict[str, Any] = {"method": self.method, "include_raw": True}
+                self._bound[schema] = self.model.with_structured_output(schema, **kwargs)
         return self._bound[schema]
 
     async def _invoke(self, runnable: Any, messages: Sequence[BaseMessage], usage: Usage) -> Any:

@@ -97,6 +97,13 @@ class ProposedLink(BaseModel):
         json_schema_extra={"maxLength": _MAX_REASON},
     )
 
+    @field_validator("strength", mode="before")
+    @classmethod
+    def _strength(cls, v: Any) -> Any:
+        # A JSON-schema grammar (llama-server) does not bound numbers, and small models answer on
+        # other scales (10, 85): clamp rather than lose the link.
+        return min(max(v, 0.0), 1.0) if isinstance(v, int | float) and not isinstance(v, bool) else v
+
     @field_validator("reason", mode="after")
     @classmethod
     def _reason(cls, v: str) -> str:
