@@ -397,6 +397,9 @@ class IngestItem(BaseModel):
     rejected: list[str] = Field(default_factory=list)  # LLM proposals refused, and rebase notes
     rebased: int = 0  # planned neighbour updates rebased onto an earlier note's evolution
     candidates: list[str] = Field(default_factory=list)  # ids the link/evolution step was offered
+    # for audits of the order rule: how many of the batch's first items were settled (written or
+    # failed) when the candidates were chosen; the later earlier ones were still in flight
+    settled_before: int | None = None
     usage: Usage = Field(default_factory=Usage)
 
 

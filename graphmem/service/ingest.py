@@ -93,10 +93,10 @@ def _merge_words(base: Sequence[str], mine: Sequence[str], current: Sequence[str
     if low_base == low_mine:
         return list(current)
     removed = low_base - low_mine
-    out = [w for w in current if w.lower() not in removed]
-    seen = {w.lower() for w in out}
-    for w in mine:
-        if w.lower() not in low_base and w.lower() not in seen:
+    out: list[str] = []
+    seen: set[str] = set()
+    for w in [*current, *(w for w in mine if w.lower() not in low_base)]:
+        if w.lower() not in removed and w.lower() not in seen:
             out.append(w)
             seen.add(w.lower())
     return out
@@ -320,22 +320,28 @@ class _ScopeRun:
         )
         self.in_flight[i] = built  # a candidate for the later notes from now on
         await self.constructed.settle(i)
-        plan, candidates = EvolutionPlan(), []
+        plan, candidates, settled = EvolutionPlan(), [], None
         if self.batch.enrich and built.note.enrichment == EnrichmentStatus.DONE and self.svc.links_enabled:
             await self.constructed.reach(i)  # every earlier note is constructed (or failed)
+            # in flight or stored: a note leaves in_flight only once its write committed
+            settled = self.written.upto
             earlier = [b for j, b in self.in_flight.items() if j < i]
             neighbours = await self.svc.neighbours(built, in_flight=earlier, exclude_ids=self._stored_after(i))
             candidates = [n.id for n in neighbours]
             plan = await self.svc.decide_links(built, neighbours=neighbours)
+        # embedded now, while waiting for the turn to write; a rebased neighbour is embedded again
+        embedded = await self.svc.embed_updates(plan, built.usage) if plan.updates else {}
         await self.written.reach(i)  # every earlier note is written (or failed): A-MEM's order
         plan, rebased = await self._rebase(plan)
         follows = item.follows if item.follows is not None and self._written(item.follows, i) else None
         try:
-            result = await self.svc.write_note(built, plan, follows=follows)
+            result = await self.svc.write_note(built, plan, follows=follows, embedded=embedded)
         finally:
             self.in_flight.pop(i, None)
         result.usage.total_seconds = time.perf_counter() - started
-        return self._from_result(i, result, candidates, rebased)
+        done = self._from_result(i, result, candidates, rebased)
+        done.settled_before = settled
+        return done
 
     # --- ordering helpers ----------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import builtins
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -333,14 +333,27 @@ class AsyncMemoryService:
             note, neighbours, decision, links=s.enable_links, evolution=s.enable_evolution, rejected=rejected
         )
 
-    async def write_note(self, built: ConstructedNote, plan: EvolutionPlan, *, follows: str | None = None) -> AddResult:
+    async def write_note(
+        self,
+        built: ConstructedNote,
+        plan: EvolutionPlan,
+        *,
+        follows: str | None = None,
+        embedded: Mapping[str, Sequence[float]] | None = None,
+    ) -> AddResult:
         """Step 3 of an add: re-embed the evolved neighbours and write the note, its links (plus
-        a FOLLOWS link to ``follows``) and the evolutions in one transaction. Idempotent by id."""
+        a FOLLOWS link to ``follows``) and the evolutions in one transaction. Idempotent by id.
+        ``embedded``: vectors computed ahead, by the text they embed (``embed_updates``); a neighbour
+        whose text is not there is embedded here."""
         usage, note = built.usage, built.note
         plan = evolve.with_follows(plan, note.id, follows)
         evolved = evolve.evolved_notes(plan)
         # Re-embedded now: the original left the index stale for 100 evolutions.
-        vectors = await self._embed([self._embed_text(n) for n in evolved], usage)
+        texts = [self._embed_text(n) for n in evolved]
+        ready = embedded or {}
+        missing = [t for t in texts if t not in ready]
+        fresh = dict(zip(missing, await self._embed(missing, usage), strict=True))
+        vectors = [list(ready[t]) if t in ready else fresh[t] for t in texts]
         updates = [
             NeighbourUpdate(note_id=n.id, context=n.context, tags=n.tags, keywords=n.keywords, embedding=v)
             for n, v in zip(evolved, vectors, strict=True)
@@ -369,6 +382,13 @@ class AsyncMemoryService:
             rejected=plan.rejected,
             usage=usage,
         )
+
+    async def embed_updates(self, plan: EvolutionPlan, usage: Usage | None = None) -> dict[str, list[float]]:
+        """The vectors of a plan's evolved neighbours, by the text they embed: ``write_note(...,
+        embedded=...)`` then skips the embedding (a concurrent ingest computes them before its turn
+        to write comes)."""
+        texts = [self._embed_text(n) for n in evolve.evolved_notes(plan)]
+        return dict(zip(texts, await self._embed(texts, usage), strict=True))
 
     async def add_many(
         self,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import threading
-from collections.abc import Callable, Coroutine, Iterable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -172,8 +172,18 @@ class MemoryService:
     def decide_links(self, built: ConstructedNote, *, neighbours: Sequence[Note] | None = None) -> EvolutionPlan:
         return self._loop.run(self.aio.decide_links(built, neighbours=neighbours))
 
-    def write_note(self, built: ConstructedNote, plan: EvolutionPlan, *, follows: str | None = None) -> AddResult:
-        return self._loop.run(self.aio.write_note(built, plan, follows=follows))
+    def write_note(
+        self,
+        built: ConstructedNote,
+        plan: EvolutionPlan,
+        *,
+        follows: str | None = None,
+        embedded: Mapping[str, Sequence[float]] | None = None,
+    ) -> AddResult:
+        return self._loop.run(self.aio.write_note(built, plan, follows=follows, embedded=embedded))
+
+    def embed_updates(self, plan: EvolutionPlan, usage: Usage | None = None) -> dict[str, builtins.list[float]]:
+        return self._loop.run(self.aio.embed_updates(plan, usage))
 
     def add_many(
         self,
