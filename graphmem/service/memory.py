@@ -383,7 +383,7 @@ class AsyncMemoryService:
             usage=usage,
         )
 
-    async def embed_updates(self, plan: EvolutionPlan, usage: Usage | None = None) -> dict[str, list[float]]:
+    async def embed_updates(self, plan: EvolutionPlan, usage: Usage | None = None) -> dict[str, builtins.list[float]]:
         """The vectors of a plan's evolved neighbours, by the text they embed: ``write_note(...,
         embedded=...)`` then skips the embedding (a concurrent ingest computes them before its turn
         to write comes)."""
