@@ -60,8 +60,8 @@ class RateColumn(ProgressColumn):
         return Text(f"{speed:.2f} {self.unit}/s", style="progress.data.speed")
 
 
-def progress_bar(*, transient: bool = False) -> Progress:
-    """A bar with count, rate, elapsed time and ETA."""
+def progress_bar(*, transient: bool = False, to: Console | None = None) -> Progress:
+    """A bar with count, rate, elapsed time and ETA (on ``to``, default standard output)."""
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -70,6 +70,6 @@ def progress_bar(*, transient: bool = False) -> Progress:
         TimeElapsedColumn(),
         TextColumn("ETA"),
         TimeRemainingColumn(),
-        console=console,
+        console=to or console,
         transient=transient,
     )

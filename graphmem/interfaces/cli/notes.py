@@ -20,6 +20,7 @@ from graphmem.interfaces.cli.common import (
     RunOpt,
     UserOpt,
     console,
+    console_err,
     make_scope,
     print_json,
     progress_bar,
@@ -337,9 +338,11 @@ def note_inputs(records: list[Any], path: Path) -> list[NoteInput]:
 def _run_ingest(items: list[NoteInput], scope: Scope, concurrency: int | None, as_json: bool) -> IngestReport:
     """The agentic ingest with a progress bar (rate, ETA) and each failed item printed as it fails."""
 
+    out = console_err if as_json else console  # --json: standard output holds the JSON only
+
     def work(svc: Any) -> Awaitable[IngestReport]:
         n = concurrency or svc.settings.resolved_ingest_concurrency
-        console.print(f"[dim]agentic import of {len(items)} notes into {scope}, {n} in flight[/]")
+        out.print(f"[dim]agentic import of {len(items)} notes into {scope}, {n} in flight[/]")
 
         def seen(item: IngestItem) -> None:
             if item.status in (IngestStatus.ADDED, IngestStatus.EXISTING):
@@ -352,7 +355,7 @@ def _run_ingest(items: list[NoteInput], scope: Scope, concurrency: int | None, a
         return cast("Awaitable[IngestReport]", svc.ingest(items, scope, concurrency=n, on_item=seen))
 
     failed: list[IngestItem] = []
-    with progress_bar() as bar:
+    with progress_bar(to=out) as bar:
         task = bar.add_task("importing", total=len(items))
         return run_service(work, llm=lambda s: s.enable_enrichment)
 
