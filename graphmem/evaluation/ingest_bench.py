@@ -48,7 +48,10 @@ from graphmem.store import BenchQueries
 Report = Callable[[str], None]
 ModelStart = Callable[[Settings], Any]  # settings -> a ready chat model (graphmem.local.chat_model)
 
-_TIE = 1e-4  # cosine difference below which two candidates count as equally near
+# Cosine difference below which two candidates count as equally near. The vector index scores on
+# int8-quantized vectors (cypher/schema.cypher): its cosines were off the exact ones by up to 0.007
+# here, so a stored note and an in-flight one (scored exactly) within that distance may swap places.
+_TIE = 0.02
 
 
 @dataclass

@@ -80,3 +80,32 @@ def test_ids_are_stable_per_scope_and_distinct_per_item() -> None:
     assert derive_id(SCOPE, plain, 0) != derive_id(SCOPE, plain, 1)  # a repeated content is a new note
     assert derive_id(SCOPE, NoteInput(content="x", note_id="given"), 0) == "given"
     assert derive_id(SCOPE, NoteInput.model_construct(content=3), 0) is None
+
+
+def test_the_order_check_tells_in_flight_misses_from_index_misses_and_leaks() -> None:
+    import numpy as np
+
+    from graphmem.evaluation.ingest_bench import order_violations
+    from graphmem.models import EnrichmentStatus, IngestItem, IngestReport, IngestStatus
+
+    ids = ["a", "b", "c", "d"]
+    # d is nearest to c, then b, then a
+    vectors = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.6, 0.8], [0.0, 0.5, 0.866]])
+
+    def report(candidates_of_d: list[str], settled: int) -> IngestReport:
+        items = [
+            IngestItem(index=i, scope=SCOPE, note_id=n, status=IngestStatus.ADDED, enrichment=EnrichmentStatus.DONE)
+            for i, n in enumerate(ids)
+        ]
+        for i, item in enumerate(items):
+            item.candidates = ids[:i][-1:] if i < 3 else candidates_of_d
+            item.settled_before = i
+        items[1].candidates, items[2].candidates = ["a"], ["b"]
+        items[3].settled_before = settled
+        return IngestReport(items=items)
+
+    assert order_violations(report(["c"], 3), ids, vectors, 1)[:2] == (0, 0)
+    assert order_violations(report(["b"], 2), ids, vectors, 1)[:2] == (1, 0)  # c was in flight: violation
+    assert order_violations(report(["b"], 3), ids, vectors, 1)[:2] == (0, 1)  # c was stored: index miss
+    assert order_violations(report(["d"], 3), ids, vectors, 1)[:2] == (1, 0)  # itself / a later note
+    assert order_violations(report([], 3), ids, vectors, 1)[:2] == (1, 0)  # too few candidates
