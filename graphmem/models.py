@@ -409,6 +409,7 @@ class IngestReport(BaseModel):
     items: list[IngestItem] = Field(default_factory=list)
     seconds: float = 0.0  # wall time of the whole ingest
     usage: Usage = Field(default_factory=Usage)  # summed over the items added
+    warnings: list[str] = Field(default_factory=list)  # batch-level trouble a rerun repairs
 
     def count(self, status: IngestStatus) -> int:
         return sum(1 for x in self.items if x.status == status)

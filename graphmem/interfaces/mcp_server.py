@@ -163,7 +163,7 @@ def create_mcp_server(
                     | ({"error": x.error} if x.error else {})
                     for x in report.items
                 ],
-            }
+            } | ({"warnings": report.warnings} if report.warnings else {})
 
         out: dict[str, Any] = await call(work)
         return out

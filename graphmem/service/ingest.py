@@ -216,6 +216,7 @@ class _ScopeRun:
         self.stored_before: set[str] = set()  # ids of the batch a previous run stored
         self.stored_positions: list[int] = []  # their positions, sorted
         self.outside: set[str] = set()  # FOLLOWS targets outside the batch, stored in the scope
+        self.warnings: list[str] = []
 
     # --- the run ------------------------------------------------------------------------------
 
@@ -406,7 +407,10 @@ class _ScopeRun:
             if j is None or (target is not None and target.status in (IngestStatus.ADDED, IngestStatus.EXISTING)):
                 pairs.append((self.ids[i] or "", item.follows))
         if pairs:
-            await self.svc.store.add_follows(pairs, self.scope)
+            try:
+                await self.svc.store.add_follows(pairs, self.scope)
+            except GraphmemError as exc:  # the notes are stored; a rerun writes these links
+                self.warnings.append(f"{len(pairs)} FOLLOWS links not written ({exc}); run the ingest again")
 
     # --- results --------------------------------------------------------------------------------
 
@@ -466,6 +470,13 @@ async def ingest(
         for x in items:
             if x.status == IngestStatus.ADDED:
                 usage.add(x.usage)
-        return IngestReport(items=items, seconds=time.perf_counter() - started, usage=usage)
+        return IngestReport(items=items, seconds=time.perf_counter() - started, usage=usage, warnings=run.warnings)
 
-    return list(await asyncio.gather(*(timed(r) for r in runs)))
+    tasks = [asyncio.create_task(timed(r)) for r in runs]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:  # one scope failed (or the caller cancelled): stop the others too
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise

@@ -311,3 +311,41 @@ async def test_scopes_run_in_parallel_and_never_share_candidates(make_service: A
             await svc.ingest_scopes([(scope, mine), (scope, theirs)])
     finally:
         graph.q("MATCH (n) WHERE n.user_id = $u DETACH DELETE n", u=other.user_id)
+
+
+class FailingWrites:
+    """The real Neo4j store through the port, whose writes fail once ``after`` notes were written
+    (Neo4j going away mid-batch)."""
+
+    def __init__(self, store: Any, after: int) -> None:
+        self._store, self._left = store, after
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    async def add(self, write: Any) -> Any:
+        if self._left <= 0:
+            from graphmem.errors import StoreUnavailableError
+
+            raise StoreUnavailableError("Neo4j went away (test)")
+        self._left -= 1
+        return await self._store.add(write)
+
+
+async def test_a_store_outage_stops_the_batch_and_reports_the_rest(make_service: Any, scope: Scope, graph: Any) -> None:
+    from graphmem.service.memory import AsyncMemoryService
+
+    base, _ = await make_service()
+    svc = AsyncMemoryService(base.settings, FailingWrites(base.store, 2), base.embedder, GatedModel(amem_responder()))
+    items = [NoteInput(content=c) for c in PETS]
+    report = await svc.ingest(items, scope, concurrency=2)
+    status = [x.status for x in report.items]
+    assert status[:2] == [IngestStatus.ADDED] * 2
+    assert status[2] == IngestStatus.FAILED and "went away" in (report.items[2].error or "")
+    assert set(status[3:]) <= {IngestStatus.FAILED, IngestStatus.SKIPPED} and IngestStatus.SKIPPED in status
+    assert all("not attempted" in (x.error or "") for x in report.items if x.status == IngestStatus.SKIPPED)
+    stored = {r["id"] for r in graph.q("MATCH (n:Note {user_id: $u}) RETURN n.id AS id", u=scope.user_id)}
+    assert stored == {x.note_id for x in report.items[:2]}
+    # Neo4j back: the rerun adds exactly the rest.
+    again = await base.ingest(items, scope, concurrency=2)
+    assert [x.status for x in again.items] == [IngestStatus.EXISTING] * 2 + [IngestStatus.ADDED] * 4

@@ -403,8 +403,16 @@ def import_cmd(
         report = _run_ingest(items, scope, concurrency, as_json)
         summary = report.summary()
         if as_json:
-            print_json({**summary, "failed_items": [x.model_dump(mode="json") for x in report.failed]})
+            print_json(
+                {
+                    **summary,
+                    "failed_items": [x.model_dump(mode="json") for x in report.failed],
+                    "warnings": report.warnings,
+                }
+            )
         else:
+            for warning in report.warnings:
+                console.print(f"[yellow]warning:[/] {warning}")
             console.print(
                 f"added {summary['added']}, already stored {summary['existing']}, failed {summary['failed']}, "
                 f"skipped {summary['skipped']} ({summary['pending']} stored raw for `graphmem repair`); "

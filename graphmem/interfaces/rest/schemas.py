@@ -105,6 +105,7 @@ class BulkResult(BaseModel):
         description="counts by status (added, existing, failed, skipped), pending, links, evolved, seconds, notes_per_s"
     )
     items: list[BulkItemOut] = Field(description="one per note, in the request's order")
+    warnings: list[str] = Field(default_factory=list, description="batch-level trouble that resending repairs")
 
 
 def bulk_result_out(report: IngestReport) -> BulkResult:
@@ -124,6 +125,7 @@ def bulk_result_out(report: IngestReport) -> BulkResult:
             )
             for x in report.items
         ],
+        warnings=report.warnings,
     )
 
 
