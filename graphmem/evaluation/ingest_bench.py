@@ -259,39 +259,56 @@ async def run_stub_bench(svc: AsyncMemoryService, cfg: IngestBenchConfig, base_u
 
 
 async def measure_rates(base_url: str, model: str, seed: int = 7) -> dict[str, Any]:
-    """pp and tg tokens/s of an OpenAI-compatible local server, from two short completions: the
-    server's own ``timings`` (llama-server) when it sends them, else from wall times (a prompt with
-    one output token gives pp; a longer answer gives tg, less its prompt's share)."""
-    text = " ".join(unique_sentences(seed + int(time.time()), 40))  # unique: no cached prefix
+    """pp and tg tokens/s of an OpenAI-compatible local server, from two short completions on
+    prompts no cache holds: the server's own ``timings`` (llama-server) when it sends them; else pp
+    from a one-token completion (prompt tokens over its wall time, overheads included) and tg from
+    the gaps between the streamed tokens of a second one."""
+    stamp = int(time.time())
+    prompts = [
+        " ".join(unique_sentences(seed + stamp + n, 40)) + "\nCount from 1 to 100, separated by spaces." for n in (0, 1)
+    ]
 
-    async def call(client: httpx.AsyncClient, prompt: str, max_tokens: int) -> tuple[float, dict[str, Any]]:
-        body = {
+    def body(prompt: str, max_tokens: int, stream: bool) -> dict[str, Any]:
+        return {
             "model": model,
             "messages": [{"role": "user", "content": prompt}],
             "max_tokens": max_tokens,
             "temperature": 0,
+            "stream": stream,
         }
-        t0 = time.perf_counter()
-        r = await client.post(base_url + "/chat/completions", json=body)
-        r.raise_for_status()
-        data: dict[str, Any] = r.json()
-        return time.perf_counter() - t0, data
 
     async with httpx.AsyncClient(timeout=600) as client:
-        t1, d1 = await call(client, text + "\nAnswer with one word: OK.", 1)
-        t2, d2 = await call(client, text[::-1][:200] + " " + text[:1500] + "\nCount from 1 to 80.", 64)
-    timings1, timings2 = d1.get("timings") or {}, d2.get("timings") or {}
-    if timings1.get("prompt_per_second") and timings2.get("predicted_per_second"):
+        t0 = time.perf_counter()
+        r = await client.post(base_url + "/chat/completions", json=body(prompts[0], 1, False))
+        r.raise_for_status()
+        seconds = time.perf_counter() - t0
+        first: dict[str, Any] = r.json()
+        arrivals: list[float] = []
+        timings: dict[str, Any] = {}
+        async with client.stream("POST", base_url + "/chat/completions", json=body(prompts[1], 48, True)) as stream:
+            stream.raise_for_status()
+            async for line in stream.aiter_lines():
+                if not line.startswith("data:") or line.strip() == "data: [DONE]":
+                    continue
+                chunk = json.loads(line[5:])
+                timings = chunk.get("timings") or timings
+                delta = (chunk.get("choices") or [{}])[0].get("delta") or {}
+                if delta.get("content"):
+                    arrivals.append(time.perf_counter())
+    given = first.get("timings") or {}
+    if given.get("prompt_per_second") and timings.get("predicted_per_second"):
         return {
-            "pp_per_s": float(timings1["prompt_per_second"]),
-            "tg_per_s": float(timings2["predicted_per_second"]),
+            "pp_per_s": float(given["prompt_per_second"]),
+            "tg_per_s": float(timings["predicted_per_second"]),
             "source": "server timings",
         }
-    p1 = d1["usage"]["prompt_tokens"]
-    p2, g2 = d2["usage"]["prompt_tokens"], d2["usage"]["completion_tokens"]
-    pp = p1 / t1
-    tg = g2 / max(t2 - p2 / pp, 1e-3)
-    return {"pp_per_s": pp, "tg_per_s": tg, "source": "wall time of two completions (overheads included)"}
+    if len(arrivals) < 3:
+        raise RuntimeError("the local server streamed too few tokens to measure tg")
+    return {
+        "pp_per_s": first["usage"]["prompt_tokens"] / seconds,
+        "tg_per_s": (len(arrivals) - 1) / (arrivals[-1] - arrivals[0]),
+        "source": "wall times: pp from a 1-token completion, tg from streamed token gaps",
+    }
 
 
 def _floor(usage: Usage, rates: dict[str, Any]) -> float:
