@@ -18,7 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from graphmem.evaluation.llm_stub import StubServer, completion
-from graphmem.models import Scope
+from graphmem.models import FOLLOWS_REASON, Scope
 
 
 @pytest.fixture
@@ -106,8 +106,12 @@ def test_import_agentic_cli_resumes_and_reports_failed_items(
     )
     assert len(rows) == 5 and {r["e"] for r in rows} == {"done"}
     assert sum(r["out"] for r in rows) >= 4  # every note after the first linked to an earlier one
-    follows = graph.q("MATCH (a:Note {user_id: $u})-[:FOLLOWS]->(b) RETURN a.id AS a, b.id AS b", u=scope.user_id)
-    assert follows == [{"a": f"test-{tag}-n2", "b": f"test-{tag}-n1"}]
+    turns = graph.q(  # the conversation-turn link (the stub's own proposals may be FOLLOWS links too)
+        "MATCH (a:Note {user_id: $u})-[r:FOLLOWS {reason: $why}]->(b) RETURN a.id AS a, b.id AS b",
+        u=scope.user_id,
+        why=FOLLOWS_REASON,
+    )
+    assert turns == [{"a": f"test-{tag}-n2", "b": f"test-{tag}-n1"}]
 
 
 def test_bench_ingest_cli_writes_json_markdown_plot(tmp_path: Path) -> None:
