@@ -108,6 +108,12 @@ class Settings(BaseSettings):
     links_per_hit: int = Field(3, ge=0, le=50)
     over_fetch_ratio: int = Field(4, ge=1, le=100)
     context_token_budget: int = Field(1000, ge=50, le=200_000)
+    ingest_concurrency: int | None = Field(
+        None,
+        ge=1,
+        le=1024,
+        description="notes in flight in an agentic bulk ingest; unset = 8, or 2 for the local model",
+    )
 
     # --- REST / MCP ---
     api_keys: SecretStr | None = Field(
@@ -178,6 +184,14 @@ class Settings(BaseSettings):
         if self.link_decision != "auto":
             return self.link_decision
         return "pairwise" if self.resolved_llm_provider == "local" else "joint"
+
+    @property
+    def resolved_ingest_concurrency(self) -> int:
+        """Notes in flight in an agentic bulk ingest. A one-slot local server queues what it cannot
+        serve, and a queued call counts against the LLM timeout: 2 keeps it busy without piling up."""
+        if self.ingest_concurrency is not None:
+            return self.ingest_concurrency
+        return 2 if self.resolved_llm_provider == "local" else 8
 
     @property
     def neo4j_auth(self) -> tuple[str, str] | None:

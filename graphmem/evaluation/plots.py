@@ -72,6 +72,34 @@ def plot_latency(result: dict[str, Any], path: Path) -> Path:
     return path
 
 
+def plot_ingest(result: dict[str, Any], path: Path) -> Path:
+    """Notes/s by notes in flight, against one add after another and the ideal (sequential x N)."""
+    plt = _plt()
+    rows = result["stub"]["levels"]
+    seq = next((r for r in rows if r["concurrency"] is None), None)
+    levels = [r for r in rows if r["concurrency"] is not None]
+    xs = [r["concurrency"] for r in levels]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    ax.plot(xs, [r["notes_per_s"] for r in levels], marker="o", label="ingest(concurrency=N)")
+    if seq and seq["notes_per_s"]:
+        ax.axhline(seq["notes_per_s"], color="grey", ls="--", lw=1, label="one add after another")
+        ax.plot(xs, [seq["notes_per_s"] * x for x in xs], color="grey", ls=":", lw=1, label="ideal: sequential x N")
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="notes in flight",
+        ylabel="notes/s",
+        title=f"A-MEM ingest against a stub LLM ({result['config']['latency']} s per call)",
+    )
+    ax.set_xticks(xs, [str(x) for x in xs])
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
 def plot_qa(result: dict[str, Any], path: Path, metric: str = "f1") -> Path:
     """Per-category score of each system (QA evaluation)."""
     plt = _plt()

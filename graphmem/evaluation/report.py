@@ -223,6 +223,64 @@ def bench_markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def ingest_bench_markdown(result: dict[str, Any]) -> str:
+    c, m = result["config"], result["machine"]
+    stub = result.get("stub") or {}
+    lines = [
+        "# Ingest benchmark: concurrent A-MEM ingest vs one add after another",
+        "",
+        (
+            f"Stub LLM with {c['latency']} s per call (JSON replies shaped by the request's schema); "
+            f"neighbour_k {c['neighbour_k']}; embeddings of the content only. Machine: {m['cpus']} CPUs, "
+            f"load average {m['load_before']} before, {m.get('load_after')} after."
+        ),
+        "",
+        "| level | notes | seconds | notes/s | speedup | lost | duplicates | failed | order violations "
+        "| index misses | rebased | tokens/note | LLM calls/note | max calls at once | load after |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in stub.get("levels", []):
+        lines.append(
+            f"| {r['level']} | {r['notes']} | {_f(r['seconds'])} | {_f(r['notes_per_s'])} | {_f(r['speedup'])} "
+            f"| {r['lost']} | {r['duplicates']} | {r['failed']} | {r.get('order_violations', '-')} "
+            f"| {r.get('index_misses', '-')} "
+            f"| {r.get('rebased', '-')} | {_f(r['tokens_per_note'], digits=0)} | {_f(r['llm_calls_per_note'])} "
+            f"| {(r.get('stub') or {}).get('max_in_flight', '-')} | {r['load_after'][0]} |"
+        )
+    t = stub.get("targets") or {}
+    if t:
+        lines += [
+            "",
+            f"Targets: speedup at 16 in flight {_f(t['speedup_at_16'])} (>= 10: {_f(t['speedup_at_16_ok'])}); "
+            f"lost {t['lost']}; duplicates {t['duplicates']}; order rule held: {_f(t['order_rule_held'])}.",
+            "",
+            "Order violations: a note's link candidates left out a nearer earlier note still in flight, or held a "
+            "later note. Index misses: a nearer earlier note already stored that the approximate vector index "
+            "did not return (a sequential add has these too).",
+        ]
+    local = result.get("local")
+    if local:
+        rates = local["rates"]
+        lines += [
+            "",
+            f"## Local model {local['model']} ({local['threads']} threads)",
+            "",
+            f"pp {_f(rates['pp_per_s'], digits=1)} tok/s, tg {_f(rates['tg_per_s'], digits=1)} tok/s ({rates['source']}).",
+            "",
+            "| level | notes | seconds/note | tokens/note (in/out) | floor s/note | time / floor |",
+            "|---|---|---|---|---|---|",
+        ]
+        for r in local["levels"]:
+            lines.append(
+                f"| {r['level']} | {r['notes']} | {_f(r['seconds_per_note'])} | {_f(r['tokens_per_note'], digits=0)} "
+                f"({_f(r['input_tokens_per_note'], digits=0)}/{_f(r['output_tokens_per_note'], digits=0)}) "
+                f"| {_f(r['floor_seconds_per_note'])} | {_f(r['ratio_to_floor'])} |"
+            )
+        lines += ["", f"Batched throughput over sequential: {_f(local.get('batched_speedup'))}."]
+    lines.append("")
+    return "\n".join(lines)
+
+
 def write_outputs(result: dict[str, Any], out_dir: Path, *, plots: bool = True) -> dict[str, Path]:
     """results.json, report.md and the plots for a result of any kind; returns the paths written."""
     from graphmem.evaluation import plots as p
@@ -232,9 +290,13 @@ def write_outputs(result: dict[str, Any], out_dir: Path, *, plots: bool = True) 
     written = {"json": write_json(out_dir / f"{kind}.json", result)}
     from graphmem.evaluation.decisions import decisions_markdown
 
-    md = {"qa": qa_markdown, "retrieval": retrieval_markdown, "bench": bench_markdown, "decisions": decisions_markdown}[
-        kind
-    ](result)
+    md = {
+        "qa": qa_markdown,
+        "retrieval": retrieval_markdown,
+        "bench": bench_markdown,
+        "ingest_bench": ingest_bench_markdown,
+        "decisions": decisions_markdown,
+    }[kind](result)
     (out_dir / f"{kind}.md").write_text(md, encoding="utf-8")
     written["markdown"] = out_dir / f"{kind}.md"
     if plots:
@@ -244,6 +306,8 @@ def write_outputs(result: dict[str, Any], out_dir: Path, *, plots: bool = True) 
             written["plot"] = p.plot_latency(result, out_dir / "latency_vs_size.png")
         elif kind == "decisions" and result["conversations"]:
             written["plot"] = p.plot_decisions(result, out_dir / "decisions.png")
+        elif kind == "ingest_bench" and (result.get("stub") or {}).get("levels"):
+            written["plot"] = p.plot_ingest(result, out_dir / "ingest_notes_per_s.png")
         elif kind == "qa" and result["systems"]:
             written["plot"] = p.plot_qa(result, out_dir / "qa_f1_by_category.png")
     return written

@@ -18,24 +18,30 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
-from pydantic import Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from graphmem._version import __version__
 from graphmem.config import Settings, load_settings
 from graphmem.errors import ConfigError, GraphmemError
 from graphmem.local import ChatModelStart, chat_model, start_chat_model
-from graphmem.models import Scope, SearchHit, SearchMode
+from graphmem.models import NoteInput, Scope, SearchHit, SearchMode
 from graphmem.service.memory import AsyncMemoryService
 
 log = logging.getLogger(__name__)
 
 INSTRUCTIONS = (
     "graphmem is a long-term memory of atomic notes linked by typed relationships. "
-    "Use `add` to remember a fact, event or preference (one self-contained statement), `search` to find "
+    "Use `add` to remember a fact, event or preference (one self-contained statement), `add_many` for several "
+    "at once (e.g. a conversation's turns, in order), `search` to find "
     "notes (with their ids), `ask` for an answer written from memory, `get` for one note with its links, "
     "`delete` to forget a note by id. When memory went wrong: `history` shows what changed a note and why, "
     "`rollback` restores an earlier version of it, `undo_add` undoes what adding a note did to other notes."
 )
+
+
+class BulkItem(BaseModel):
+    content: str = Field(description="the fact, event or turn to remember")
+    event_time: str | None = Field(None, description="when it happened, ISO 8601 or words ('8 May 2023')")
 
 
 def mcp_scope(settings: Settings) -> Scope:
@@ -133,6 +139,31 @@ def create_mcp_server(
                 "links": [{"target_id": x.target_id, "type": x.type.value, "reason": x.reason} for x in result.links],
                 "evolved": [c.note_id for c in result.evolved],
             }
+
+        out: dict[str, Any] = await call(work)
+        return out
+
+    @server.tool(
+        description="Remember several things at once, in order (e.g. the turns of a conversation): each is "
+        "stored as a note like `add` does, linked to related notes, earlier items included. Sending the same "
+        "items again stores nothing twice.",
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True),
+    )
+    async def add_many(
+        items: Annotated[
+            list[BulkItem], Field(min_length=1, max_length=100, description="the facts, events or turns, oldest first")
+        ],
+    ) -> dict[str, Any]:
+        async def work(svc: AsyncMemoryService) -> dict[str, Any]:
+            report = await svc.ingest([NoteInput(content=x.content, event_time=x.event_time) for x in items], scope)
+            return {
+                "summary": report.summary(),
+                "items": [
+                    {"index": x.index, "status": x.status.value, "id": x.note_id, "links": len(x.links)}
+                    | ({"error": x.error} if x.error else {})
+                    for x in report.items
+                ],
+            } | ({"warnings": report.warnings} if report.warnings else {})
 
         out: dict[str, Any] = await call(work)
         return out

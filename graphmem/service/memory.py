@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import builtins
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -36,6 +36,8 @@ from graphmem.models import (
     ConstructedNote,
     EnrichmentStatus,
     EvolutionPlan,
+    IngestItem,
+    IngestReport,
     Link,
     LinkType,
     NeighbourUpdate,
@@ -55,12 +57,12 @@ from graphmem.models import (
     validate_content,
 )
 from graphmem.ports import HistoryStore, ItemStore, NoteStore
-from graphmem.service import bulk, construct, evolve, retrieve, transfer, versions
+from graphmem.service import bulk, construct, evolve, ingest, retrieve, transfer, versions
 from graphmem.service.chat import ChatModelSlot, ChatModelSource
 from graphmem.service.context import build_context
 from graphmem.service.items import ItemService
 from graphmem.service.stats import RetrievalStats
-from graphmem.service.text import embed_text
+from graphmem.service.text import cosine, embed_text
 
 Progress = Callable[[int, int], None]
 
@@ -279,20 +281,49 @@ class AsyncMemoryService:
         note = self._new_note(content, scope, note_id, event_time, category, source_id, metadata)
         return await self._construct(note, self.settings.enable_enrichment if enrich is None else enrich)
 
-    async def decide_links(self, built: ConstructedNote) -> EvolutionPlan:
-        """Step 2 of an add: the note's nearest neighbours in its scope, the LLM's proposals for
-        links and neighbour updates, and the plan the service accepts from them. Nothing is stored;
-        the time and tokens go to ``built.usage``."""
+    @property
+    def links_enabled(self) -> bool:
+        """Whether an add runs the link/evolution step at all (settings: links or evolution, k > 0)."""
         s = self.settings
-        if not (s.enable_links or s.enable_evolution) or s.neighbour_k <= 0:
-            return EvolutionPlan()
-        usage, note = built.usage, built.note
+        return (s.enable_links or s.enable_evolution) and s.neighbour_k > 0
+
+    async def neighbours(
+        self,
+        built: ConstructedNote,
+        *,
+        in_flight: Sequence[ConstructedNote] = (),
+        exclude_ids: Sequence[str] = (),
+    ) -> builtins.list[Note]:
+        """The candidates of the link/evolution step: the note's ``neighbour_k`` nearest notes of its
+        scope by cosine, from the store and from ``in_flight`` (notes constructed but not written yet,
+        e.g. the earlier notes of a concurrent ingest; a stored copy wins over an in-flight one).
+        ``exclude_ids`` are never candidates (e.g. notes that come after this one). Nothing is stored."""
+        s, note = self.settings, built.note
+        skip = {note.id, *exclude_ids}
         t0 = time.perf_counter()
         found = await self.store.vector_search(
-            built.embedding, note.scope, s.neighbour_k, exclude_ids=[note.id], over_fetch=s.over_fetch_ratio
+            built.embedding, note.scope, s.neighbour_k, exclude_ids=sorted(skip), over_fetch=s.over_fetch_ratio
         )
-        usage.store_seconds += time.perf_counter() - t0
-        neighbours = [n for n, _ in found]
+        built.usage.store_seconds += time.perf_counter() - t0
+        if not in_flight:
+            return [n for n, _ in found]
+        scored = {n.id: (score, n) for n, score in found}
+        for other in in_flight:
+            if other.note.id not in scored and other.note.id not in skip and other.note.scope == note.scope:
+                scored[other.note.id] = (cosine(built.embedding, other.embedding), other.note)
+        ranked = sorted(scored.values(), key=lambda x: (-x[0], x[1].id))
+        return [n for _, n in ranked[: s.neighbour_k]]
+
+    async def decide_links(self, built: ConstructedNote, *, neighbours: Sequence[Note] | None = None) -> EvolutionPlan:
+        """Step 2 of an add: the note's nearest neighbours in its scope (or the given candidates,
+        see ``neighbours``), the LLM's proposals for links and neighbour updates, and the plan the
+        service accepts from them. Nothing is stored; the time and tokens go to ``built.usage``."""
+        s = self.settings
+        if not self.links_enabled:
+            return EvolutionPlan()
+        usage, note = built.usage, built.note
+        if neighbours is None:
+            neighbours = await self.neighbours(built)
         if not neighbours:  # A-MEM asks even with zero neighbours; nothing could come of it
             return EvolutionPlan()
         llm = await self.llm_caller()
@@ -318,14 +349,27 @@ class AsyncMemoryService:
             plan.candidates = [n.id for n in neighbours]
         return await evolve.screen_evolutions(plan, note, neighbours, lambda texts: self._embed(texts, usage))
 
-    async def write_note(self, built: ConstructedNote, plan: EvolutionPlan, *, follows: str | None = None) -> AddResult:
+    async def write_note(
+        self,
+        built: ConstructedNote,
+        plan: EvolutionPlan,
+        *,
+        follows: str | None = None,
+        embedded: Mapping[str, Sequence[float]] | None = None,
+    ) -> AddResult:
         """Step 3 of an add: re-embed the evolved neighbours and write the note, its links (plus
-        a FOLLOWS link to ``follows``) and the evolutions in one transaction. Idempotent by id."""
+        a FOLLOWS link to ``follows``) and the evolutions in one transaction. Idempotent by id.
+        ``embedded``: vectors computed ahead, by the text they embed (``embed_updates``); a neighbour
+        whose text is not there is embedded here."""
         usage, note = built.usage, built.note
         plan = evolve.with_follows(plan, note.id, follows)
         evolved = evolve.evolved_notes(plan)
         # Re-embedded now: the original left the index stale for 100 evolutions.
-        vectors = await self._embed([self._embed_text(n) for n in evolved], usage)
+        texts = [self._embed_text(n) for n in evolved]
+        ready = embedded or {}
+        missing = [t for t in texts if t not in ready]
+        fresh = dict(zip(missing, await self._embed(missing, usage), strict=True))
+        vectors = [list(ready[t]) if t in ready else fresh[t] for t in texts]
         updates = [
             NeighbourUpdate(note_id=n.id, context=n.context, tags=n.tags, keywords=n.keywords, embedding=v)
             for n, v in zip(evolved, vectors, strict=True)
@@ -356,6 +400,13 @@ class AsyncMemoryService:
             usage=usage,
         )
 
+    async def embed_updates(self, plan: EvolutionPlan, usage: Usage | None = None) -> dict[str, builtins.list[float]]:
+        """The vectors of a plan's evolved neighbours, by the text they embed: ``write_note(...,
+        embedded=...)`` then skips the embedding (a concurrent ingest computes them before its turn
+        to write comes)."""
+        texts = [self._embed_text(n) for n in evolve.evolved_notes(plan)]
+        return dict(zip(texts, await self._embed(texts, usage), strict=True))
+
     async def add_many(
         self,
         items: Sequence[NoteInput],
@@ -373,6 +424,48 @@ class AsyncMemoryService:
         """
         return await bulk.add_many(
             self.store, self._embed, self.settings, items, scope, batch_size=batch_size, progress=progress, usage=usage
+        )
+
+    async def ingest(
+        self,
+        items: Sequence[NoteInput],
+        scope: Scope,
+        *,
+        concurrency: int | None = None,
+        enrich: bool | None = None,
+        on_item: Callable[[IngestItem], None] | None = None,
+    ) -> IngestReport:
+        """Agentic bulk ingest: every item added the A-MEM way (enrichment, links, evolution), up
+        to ``concurrency`` notes in flight (default ``GRAPHMEM_INGEST_CONCURRENCY``), in A-MEM's
+        order: a note's link candidates are every earlier item (stored or still in flight), never
+        a later one, and notes are written in the items' order.
+
+        Resumable and per item: ids already stored in the scope are skipped (an item without
+        ``note_id`` gets one derived from the scope and its ``source_id``, or its content), errors
+        fail their item only, ``on_item`` hears of each item once its outcome is final (an added
+        note is committed). The rules, including two notes evolving one neighbour: ``service/ingest.py``.
+        ``enrich=False`` stores the notes raw (no LLM call); the items' keywords, tags and context are
+        not used (the LLM writes them).
+        """
+        (report,) = await self.ingest_scopes([(scope, items)], concurrency=concurrency, enrich=enrich, on_item=on_item)
+        return report
+
+    async def ingest_scopes(
+        self,
+        batches: Sequence[tuple[Scope, Sequence[NoteInput]]],
+        *,
+        concurrency: int | None = None,
+        enrich: bool | None = None,
+        on_item: Callable[[IngestItem], None] | None = None,
+    ) -> builtins.list[IngestReport]:
+        """``ingest`` of several scopes at once, sharing ``concurrency``: the scopes run in parallel,
+        each in its own order. One report per (scope, items) pair, in the same order."""
+        return await ingest.ingest(
+            self,
+            batches,
+            concurrency=self.settings.resolved_ingest_concurrency if concurrency is None else concurrency,
+            enrich=enrich,
+            on_item=on_item,
         )
 
     async def update(self, note_id: str, scope: Scope, content: str) -> AddResult:

@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
+
+import numpy as np
 
 from graphmem.errors import InvalidInputError
 from graphmem.models import Note, validate_content, validate_label
@@ -100,8 +103,16 @@ def embed_text(note: Note, variant: str) -> str:
     return "\n".join(parts)
 
 
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    """Cosine similarity, the measure of the vector index (for candidates not in the index yet)."""
+    x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    norm = float(np.linalg.norm(x) * np.linalg.norm(y))
+    return float(x @ y) / norm if norm > 0 else 0.0
+
+
 __all__ = [
     "check_note_text",
+    "cosine",
     "embed_text",
     "parse_event_time",
     "validate_content",

@@ -366,6 +366,10 @@ class Neo4jNoteStore:
         rows = await self.run("notes/find_by_source", source_ids=list(source_ids), **scope.params())
         return {r["source_id"]: r["id"] for r in rows}
 
+    async def existing_ids(self, ids: Sequence[str], scope: Scope) -> set[str]:
+        rows = await self.run("notes/existing_ids", ids=list(ids), **scope.params())
+        return {r["id"] for r in rows}
+
     async def list_notes(self, scope: Scope, *, limit: int, offset: int) -> list[Note]:
         rows = await self.run("notes/list", **scope.params(), skip=offset, limit=limit)
         return [note_from_record(r["note"]) for r in rows]

@@ -156,6 +156,38 @@ async def test_conversation_turn_follows_the_previous_one(api: Any, scope: Scope
     assert (await client.get("/v1/notes")).json()["total"] == before  # nothing written
 
 
+async def test_bulk_add_in_order_per_item_outcomes_and_safe_resend(api: Any, scope: Scope) -> None:
+    client, _ = api
+    p = scope.user_id
+    body = {
+        "notes": [
+            {"content": "Ada adopted a kitten.", "note_id": f"{p}-t1", "event_time": "2023-05-08"},
+            {"content": "Ada's kitten is called Pixel.", "note_id": f"{p}-t2", "follows": f"{p}-t1"},
+            {"content": "   "},
+            {"content": "Pixel sleeps on Ada's laptop.", "follows": "no-such-turn"},
+        ],
+        "concurrency": 2,
+    }
+    r = await client.post("/v1/notes/bulk", json=body)
+    assert r.status_code == 200, r.text
+    out = r.json()
+    assert [x["status"] for x in out["items"]] == ["added", "added", "failed", "failed"]
+    assert out["summary"]["added"] == 2 and out["summary"]["failed"] == 2
+    second = out["items"][1]
+    assert {(x["target_id"], x["type"]) for x in second["links"]} >= {(f"{p}-t1", "FOLLOWS")}
+    assert second["enrichment"] == "done" and "embedding" not in str(out)
+    assert "empty" in out["items"][2]["error"] and "no-such-turn" in out["items"][3]["error"]
+    again = await client.post("/v1/notes/bulk", json=body)  # a client resending after a timeout
+    assert [x["status"] for x in again.json()["items"]] == ["existing", "existing", "failed", "failed"]
+    assert (await client.get("/v1/notes")).json()["total"] == 2
+    too_many = await client.post("/v1/notes/bulk", json={"notes": [{"content": "x"}] * 1001})
+    assert too_many.status_code == 422
+    other = await client.post(
+        "/v1/notes/bulk", json={**body, "agent_id": "elsewhere"}, headers={"X-API-Key": BOUND_KEY}
+    )
+    assert other.status_code == 403
+
+
 async def test_search_and_ask(api: Any) -> None:
     client, _ = api
     for text in ("Gina's bakery sells sourdough bread on Sundays.", "Jon opened a dance studio downtown."):
@@ -289,6 +321,7 @@ async def test_openapi_schema(api: Any) -> None:
         "/v1/ask",
         "/v1/notes/{note_id}/history",
         "/v1/notes/{note_id}/links",
+        "/v1/notes/bulk",
         "/health",
     } <= set(schema["paths"])
     assert set(schema["components"]["securitySchemes"]) == {"APIKeyHeader", "HTTPBearer"}

@@ -55,6 +55,7 @@ async def test_every_route_answers_only_declared_errors(app: Any, scope: Scope, 
     taken = (await svc.add("someone else's", other, note_id=f"{scope.user_id}-taken", enrich=False)).note.id
     bodies = {
         ("post", "/v1/notes"): {"content": "x"},
+        ("post", "/v1/notes/bulk"): {"notes": [{"content": "x"}]},
         ("put", "/v1/notes/{note_id}"): {"content": "x"},
         ("patch", "/v1/notes/{note_id}"): {"content": "x"},
         ("post", "/v1/notes/{note_id}/links"): {"target_id": "nope"},
@@ -65,6 +66,7 @@ async def test_every_route_answers_only_declared_errors(app: Any, scope: Scope, 
     }
     bad_bodies = {
         ("post", "/v1/notes"): {"content": 5},
+        ("post", "/v1/notes/bulk"): {"notes": []},
         ("put", "/v1/notes/{note_id}"): {},
         ("patch", "/v1/notes/{note_id}"): {"content": None},
         ("post", "/v1/notes/{note_id}/links"): {"target_id": "a", "type": "LOVES"},

@@ -8,9 +8,13 @@ from typing import Annotated, Any
 
 import typer
 
-from graphmem.interfaces.cli.common import JsonOpt, console, print_json
+from graphmem.interfaces.cli.common import JsonOpt, console, print_json, progress_bar
 
-app = typer.Typer()
+app = typer.Typer(
+    name="bench",
+    invoke_without_command=True,
+    help="Benchmarks: `graphmem bench [--sizes ...]` (search and bulk import), `graphmem bench ingest`.",
+)
 
 
 def _default_data_dir(settings: Any) -> Path | None:
@@ -20,8 +24,9 @@ def _default_data_dir(settings: Any) -> Path | None:
     return candidate if candidate.is_dir() else None
 
 
-@app.command("bench")
+@app.callback()
 def bench_cmd(
+    ctx: typer.Context,
     sizes: Annotated[
         str, typer.Option("--sizes", help="scope sizes, comma-separated (grown in one scope)")
     ] = "1000,10000,100000",
@@ -53,6 +58,8 @@ def bench_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Synthetic notes in bulk, then search latency p50/p95 vs exact NumPy and a brute-force Cypher scan."""
+    if ctx.invoked_subcommand is not None:  # `graphmem bench ingest ...`: the options here are not used
+        return
     from graphmem.config import get_settings
     from graphmem.errors import InvalidInputError
     from graphmem.evaluation.bench import BenchConfig, run_bench
@@ -96,5 +103,86 @@ def bench_cmd(
         print_json(result)
         return
     console.print((out / "bench.md").read_text(encoding="utf-8"))
+    for kind, path in written.items():
+        console.print(f"  {kind}: {path}")
+
+
+@app.command("ingest")
+def ingest_cmd(
+    levels: Annotated[str, typer.Option("--levels", help="notes in flight per level, comma-separated")] = "1,4,16,64",
+    notes: Annotated[
+        int, typer.Option("--notes", min=1, help="notes per concurrent level (at least 4 x the level)")
+    ] = 128,
+    sequential_notes: Annotated[
+        int, typer.Option("--sequential-notes", min=1, help="notes of the sequential level and of level 1")
+    ] = 24,
+    latency: Annotated[float, typer.Option("--latency", min=0.0, help="seconds per stub LLM call")] = 0.5,
+    out: Annotated[
+        Path, typer.Option("--out", help="output folder (ingest_bench.json, .md, ingest_notes_per_s.png)")
+    ] = Path("eval-out/ingest-bench"),
+    local: Annotated[
+        bool, typer.Option("--local", help="also run the local model: seconds and tokens per note vs the floor (slow)")
+    ] = False,
+    local_notes: Annotated[int, typer.Option("--local-notes", min=1, help="notes per local level")] = 6,
+    local_concurrency: Annotated[
+        int, typer.Option("--local-concurrency", min=1, help="notes in flight of the batched local level")
+    ] = 2,
+    rates: Annotated[
+        str | None,
+        typer.Option(
+            "--rates",
+            help="pp,tg tokens/s for the floor, or a JSON file with them (`graphmem llm bench`'s llm_bench.json); "
+            "default: measured on the local server",
+        ),
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="seed of the synthetic notes")] = 42,
+    keep: Annotated[bool, typer.Option("--keep", help="keep the bench scopes afterwards")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Notes/s of the A-MEM write path against a stub LLM (fixed latency per call), one add after
+    another vs the concurrent ingest at each level; lost notes, duplicates and the order rule checked."""
+    from graphmem.config import get_settings
+    from graphmem.errors import InvalidInputError
+    from graphmem.evaluation.ingest_bench import IngestBenchConfig, read_rates, run_ingest_bench
+    from graphmem.evaluation.report import write_outputs
+    from graphmem.local import chat_model
+
+    try:
+        level_list = [int(x) for x in levels.split(",") if x.strip()]
+    except ValueError:
+        raise InvalidInputError("--levels must be integers, comma-separated") from None
+    if not level_list or min(level_list) < 1 or max(level_list) > 1024:
+        raise InvalidInputError("--levels must be between 1 and 1024")
+    pp_tg: tuple[float, float] | None = None
+    if rates:
+        try:
+            parts = [float(x) for x in rates.split(",")]
+            pp_tg = (parts[0], parts[1]) if len(parts) == 2 else None
+        except ValueError:
+            pp_tg = read_rates(rates) if Path(rates).is_file() else None
+        if pp_tg is None or min(pp_tg) <= 0:
+            raise InvalidInputError("--rates must be 'pp,tg' (tokens/s, positive) or a JSON file with them")
+    cfg = IngestBenchConfig(
+        levels=level_list,
+        notes=notes,
+        sequential_notes=sequential_notes,
+        latency=latency,
+        seed=seed,
+        keep=keep,
+        local=local,
+        local_notes=local_notes,
+        local_concurrency=local_concurrency,
+        rates=pp_tg,
+    )
+    with progress_bar(transient=True) as bar:
+        task = bar.add_task("ingest bench", total=None)
+        result = run_ingest_bench(
+            get_settings(), cfg, local_model=chat_model, report=lambda m: bar.update(task, description=m)
+        )
+    written = write_outputs(result, out)
+    if as_json:
+        print_json(result)
+        return
+    console.print((out / "ingest_bench.md").read_text(encoding="utf-8"), markup=False, highlight=False)
     for kind, path in written.items():
         console.print(f"  {kind}: {path}")

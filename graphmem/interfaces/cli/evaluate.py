@@ -108,10 +108,21 @@ def locomo_cmd(
     ] = None,
     token_budget: Annotated[int | None, typer.Option("--token-budget", help="context token budget of ask")] = None,
     ingest_only: Annotated[bool, typer.Option("--ingest-only", help="store the turns, answer nothing")] = False,
+    concurrency: Annotated[
+        int | None,
+        typer.Option(
+            "--concurrency",
+            "-j",
+            min=1,
+            max=1024,
+            help="notes in flight while ingesting, over all conversations (default GRAPHMEM_INGEST_CONCURRENCY)",
+        ),
+    ] = None,
     seed: Annotated[int, typer.Option("--seed", help="seed of the category-5 option order")] = 0,
     as_json: JsonOpt = False,
 ) -> None:
-    """QA on LoCoMo: full A-MEM ingest per conversation (resumable), answers via ask, A-MEM and LoCoMo metrics."""
+    """QA on LoCoMo: full A-MEM ingest of each conversation (concurrent, in turn order, resumable), answers
+    via ask, A-MEM and LoCoMo metrics."""
     from graphmem.errors import InvalidInputError
     from graphmem.evaluation.locomo import parse_sessions
     from graphmem.evaluation.qa import QAConfig, run_qa_eval
@@ -139,6 +150,7 @@ def locomo_cmd(
         judge=judge,
         seed=seed,
         ingest_only=ingest_only,
+        concurrency=concurrency,
     )
     settings = _settings(llm_temperature=temperature)
     convs = _conversations(data, conversations)

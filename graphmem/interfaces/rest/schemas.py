@@ -8,14 +8,18 @@ from pydantic.json_schema import SkipJsonSchema
 from graphmem.models import (
     AddResult,
     AskResult,
+    IngestReport,
+    IngestStatus,
     Link,
     LinkType,
+    NeighbourChange,
     Note,
     NoteVersion,
     RollbackResult,
     SearchFilters,
     SearchHit,
     SearchMode,
+    Usage,
     VersionDiff,
 )
 
@@ -55,6 +59,73 @@ class NoteCreate(ScopeFields):
     enrich: bool | None = Field(None, description="false: store raw, no LLM call (default from settings)")
     follows: str | None = Field(
         None, max_length=128, description="id of the previous conversation turn: this note gets a FOLLOWS link to it"
+    )
+
+
+class BulkNote(BaseModel):
+    """One note of a bulk add."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: str = Field(description="the memory text")
+    note_id: str | None = Field(
+        None, max_length=128, description="client-given id; default: derived from source_id, or the content"
+    )
+    event_time: str | None = Field(None, max_length=200, description="when it happened: ISO 8601 or free text")
+    category: str | None = Field(None, max_length=200)
+    source_id: str | None = Field(None, max_length=500)
+    metadata: dict[str, str] | None = Field(None, description="string values, 32 keys at most")
+    follows: str | None = Field(
+        None, max_length=128, description="id of the previous turn (in this request or stored): a FOLLOWS link"
+    )
+
+
+class BulkCreate(ScopeFields):
+    notes: list[BulkNote] = Field(min_length=1, max_length=1000, description="in order: earlier notes first")
+    concurrency: int | None = Field(
+        None, ge=1, le=64, description="notes in flight (default GRAPHMEM_INGEST_CONCURRENCY)"
+    )
+    enrich: bool | None = Field(None, description="false: store raw, no LLM call (default from settings)")
+
+
+class BulkItemOut(BaseModel):
+    index: int
+    note_id: str | None
+    status: IngestStatus
+    error: str | None = None
+    enrichment: str | None = None
+    links: list[Link] = Field(default_factory=list)
+    evolved: list[NeighbourChange] = Field(default_factory=list)
+    rejected: list[str] = Field(default_factory=list)
+    usage: Usage
+
+
+class BulkResult(BaseModel):
+    summary: dict[str, int | float | None] = Field(
+        description="counts by status (added, existing, failed, skipped), pending, links, evolved, seconds, notes_per_s"
+    )
+    items: list[BulkItemOut] = Field(description="one per note, in the request's order")
+    warnings: list[str] = Field(default_factory=list, description="batch-level trouble that resending repairs")
+
+
+def bulk_result_out(report: IngestReport) -> BulkResult:
+    return BulkResult(
+        summary=report.summary(),
+        items=[
+            BulkItemOut(
+                index=x.index,
+                note_id=x.note_id,
+                status=x.status,
+                error=x.error,
+                enrichment=x.enrichment.value if x.enrichment else None,
+                links=x.links,
+                evolved=x.evolved,
+                rejected=x.rejected,
+                usage=x.usage,
+            )
+            for x in report.items
+        ],
+        warnings=report.warnings,
     )
 
 

@@ -11,6 +11,8 @@ from graphmem.interfaces.rest.deps import Auth, Given, Svc, resolve_scope
 from graphmem.interfaces.rest.errors import COMMON_ERRORS, error_responses
 from graphmem.interfaces.rest.schemas import (
     AddResultOut,
+    BulkCreate,
+    BulkResult,
     HistoryResponse,
     LinkCreate,
     LinksResponse,
@@ -19,9 +21,10 @@ from graphmem.interfaces.rest.schemas import (
     NotePage,
     NoteUpdate,
     add_result_out,
+    bulk_result_out,
     note_out,
 )
-from graphmem.models import Link
+from graphmem.models import Link, NoteInput
 
 router = APIRouter(prefix="/v1/notes", tags=["notes"], responses=error_responses(*COMMON_ERRORS))
 
@@ -53,6 +56,18 @@ async def add_note(body: NoteCreate, who: Auth, given: Given, svc: Svc, response
     if not result.created:
         response.status_code = 200
     return add_result_out(result)
+
+
+@router.post("/bulk", response_model=BulkResult)
+async def add_notes(body: BulkCreate, who: Auth, given: Given, svc: Svc) -> BulkResult:
+    """Add many memories the A-MEM way, several at once and in order: each note's links and
+    evolutions consider every earlier note (of the scope and of this request). Per note: added,
+    existing (its id is stored: resending the request after a timeout adds nothing twice), failed
+    (with the error) or skipped. A failed note does not fail the request."""
+    scope = resolve_scope(who, given, body)
+    items = [NoteInput.model_validate(n.model_dump(exclude_none=True)) for n in body.notes]
+    report = await svc.ingest(items, scope, concurrency=body.concurrency, enrich=body.enrich)
+    return bulk_result_out(report)
 
 
 @router.get("", response_model=NotePage)
