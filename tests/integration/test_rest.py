@@ -339,3 +339,15 @@ async def test_a_failed_model_start_is_reported_and_only_llm_calls_fail(settings
         assert (await client.post("/v1/notes", json={"content": "Stored raw.", "enrich": False})).status_code == 201
         enriched = await client.post("/v1/notes", json={"content": "Needs the model."})
         assert enriched.status_code == 503 and enriched.json()["error"]["code"] == "local_service_unavailable"
+
+
+async def test_a_trailing_newline_is_not_a_valid_scope_or_id(api: Any, scope: Scope) -> None:
+    """Issue 16 item 2: `?user_id=zz%0A` and `"note_id": "x\\n"` were accepted (201)."""
+    client, svc = api
+    transport = client._transport
+    async with httpx.AsyncClient(transport=transport, base_url="http://api", headers={"X-API-Key": KEY}) as c:
+        r = await c.post(f"/v1/notes?user_id={scope.user_id}%0A", json={"content": "newline scope", "enrich": False})
+        assert r.status_code == 422 and r.json()["error"]["code"] == "invalid_scope", r.text
+    r = await client.post("/v1/notes", json={"content": "newline id", "note_id": "x\n", "enrich": False})
+    assert r.status_code == 422 and "note id" in r.json()["error"]["message"], r.text
+    assert await svc.count(scope) == 0
