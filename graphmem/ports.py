@@ -44,7 +44,8 @@ class NoteStore(Protocol):
 
     # --- writes ---
     async def add(self, write: AddWrite) -> AddOutcome:
-        """The note, its links and its neighbours' evolutions in one transaction (idempotent by id)."""
+        """The note, its links and its neighbours' evolutions in one transaction (idempotent by id;
+        ids are unique per scope)."""
         ...
 
     async def add_many(self, notes: Sequence[Note], embeddings: Sequence[Sequence[float]], variant: str) -> list[str]:
@@ -85,10 +86,6 @@ class NoteStore(Protocol):
 
     # --- reads ---
     async def get(self, note_id: str, scope: Scope, *, with_embedding: bool = False) -> Note | None: ...
-
-    async def scope_of(self, note_id: str) -> Scope | None:
-        """Which scope holds an id (ids are global), for the idempotent add's conflict check."""
-        ...
 
     async def find_by_content(self, content: str, scope: Scope) -> str | None: ...
 

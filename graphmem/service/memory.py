@@ -25,7 +25,7 @@ from langchain_core.embeddings import Embeddings
 from pydantic import ValidationError
 
 from graphmem.config import Settings, load_settings
-from graphmem.errors import ConflictError, InvalidInputError, NoteNotFoundError
+from graphmem.errors import InvalidInputError, NoteNotFoundError
 from graphmem.llm.calls import LLMCaller
 from graphmem.llm.prompts import answer_messages
 from graphmem.models import (
@@ -212,12 +212,11 @@ class AsyncMemoryService:
         existing_id = note_id
         if existing_id is None and dedupe_content:
             existing_id = await self.store.find_by_content(note.content, scope)
+        # Ids are unique per scope: another scope's note with this id is neither seen nor refused.
         if existing_id is not None:
             existing = await self.store.get(existing_id, scope)
             if existing is not None:
                 return AddResult(note=existing, created=False)
-            if note_id is not None and await self.store.scope_of(note_id) is not None:
-                raise ConflictError(f"note id {note_id!r} is already in use")
 
         do_enrich = self.settings.enable_enrichment if enrich is None else enrich
         built = await self._construct(note, do_enrich)

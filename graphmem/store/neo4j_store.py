@@ -24,7 +24,6 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_delay, wait_e
 from graphmem import queries
 from graphmem._version import __version__
 from graphmem.config import Settings
-from graphmem.errors import ConflictError
 from graphmem.models import (
     FOLLOWS_REASON,
     AddOutcome,
@@ -199,9 +198,10 @@ class Neo4jNoteStore:
     async def add(self, write: AddWrite) -> AddOutcome:
         """Write a note with its links and neighbour evolutions in ONE transaction.
 
-        When the id already exists in this scope nothing is written (idempotent add); in another
-        scope, ConflictError. Links and evolutions reach only notes of the note's scope (the queries
-        match the scope), whatever the caller passes.
+        When the id already exists in this scope nothing is written (idempotent add). Ids are unique
+        per scope: another scope's note with the same id is another note, never seen. Links and
+        evolutions reach only notes of the note's scope (the queries match the scope), whatever the
+        caller passes.
         """
         scope = write.note.scope.params()
         now = utcnow()
@@ -216,8 +216,6 @@ class Neo4jNoteStore:
                 )
             )[0]
             if not row["created"]:
-                if (row["user_id"], row["agent_id"], row["run_id"]) != tuple(scope.values()):
-                    raise ConflictError(f"note id {write.note.id!r} is already in use")
                 return AddOutcome(created=False)
             versions: dict[str, int] = {}
             for upd in write.updates:
@@ -257,15 +255,11 @@ class Neo4jNoteStore:
         return await self._in_write(work)
 
     async def add_many(self, notes: Sequence[Note], embeddings: Sequence[Sequence[float]], variant: str) -> list[str]:
-        """Bulk raw import in one transaction per call; returns the ids created (existing ids are skipped)."""
+        """Bulk raw import in one transaction per call; returns the ids created (ids already in the
+        note's scope are skipped)."""
         rows = [{**note_params(n, variant), "embedding": list(e)} for n, e in zip(notes, embeddings, strict=True)]
         out = await self.run_write("notes/create_many", rows=rows)
-        created, skipped = (out[0]["created_ids"], out[0]["skipped"]) if out else ([], [])
-        scopes = {n.id: tuple(n.scope.params().values()) for n in notes}
-        for s in skipped:
-            if (s["user_id"], s["agent_id"], s["run_id"]) != scopes[s["id"]]:
-                raise ConflictError(f"note id {s['id']!r} is already in use")
-        return list(created)
+        return list(out[0]["created_ids"]) if out else []
 
     async def add_follows(
         self,
@@ -346,10 +340,6 @@ class Neo4jNoteStore:
         name = "notes/get_with_embedding" if with_embedding else "notes/get"
         rows = await self.run(name, id=note_id, **scope.params())
         return note_from_record(rows[0]["note"]) if rows else None
-
-    async def scope_of(self, note_id: str) -> Scope | None:
-        rows = await self.run("notes/scope_of", id=note_id)
-        return Scope(**rows[0]) if rows else None
 
     async def find_by_content(self, content: str, scope: Scope) -> str | None:
         rows = await self.run("notes/find_by_content", content_sha=content_sha(content), **scope.params())

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage
 
-from graphmem.errors import ConflictError, InvalidInputError, NoteNotFoundError
+from graphmem.errors import InvalidInputError, NoteNotFoundError
 from graphmem.models import FOLLOWS_REASON, EnrichmentStatus, LinkType, Scope, SearchFilters, SearchHit
 from graphmem.service.text import embed_text
 from tests.fakes import amem_responder, shown_ids, step_of, text_reply, tool_reply
@@ -190,10 +190,20 @@ async def test_idempotent_add_by_id_and_by_content(make_service: Any, scope: Sco
     same = await svc.add("Nate won a video game tournament.", scope, dedupe_content=True)
     assert not same.created and same.note.id == "turn-1"
     assert await svc.count(scope) == 1
+    # Ids are unique per scope (issue 16): another scope's id is neither refused nor revealed.
     other = Scope(user_id=scope.user_id, agent_id="other-agent")
-    with pytest.raises(ConflictError):
-        await svc.add("Someone else's note.", other, note_id="turn-1")
-    assert graph.q("MATCH (n:Note {id: 'turn-1'}) RETURN count(n) AS c")[0]["c"] == 1
+    try:
+        theirs = await svc.add("Someone else's note.", other, note_id="turn-1")
+        assert theirs.created and theirs.note.scope == other
+        assert (await svc.get("turn-1", scope)).content == "Nate won a video game tournament."
+        assert (await svc.get("turn-1", other)).content == "Someone else's note."
+        assert (
+            graph.q("MATCH (n:Note {id: 'turn-1'}) WHERE n.user_id = $u RETURN count(n) AS c", u=scope.user_id)[0]["c"]
+            == 2
+        )
+        assert await svc.delete("turn-1", other) and (await svc.get("turn-1", scope)).version == 1
+    finally:
+        await svc.delete("turn-1", other)
 
 
 @pytest.mark.parametrize(
@@ -398,12 +408,11 @@ async def test_export_import_round_trip(make_service: Any, scope: Scope, graph: 
     assert len(exported) == 2 and sum(len(r["links"]) for r in exported) == 1
     target = Scope(user_id=scope.user_id, agent_id="copy")
     try:
-        # ids are global: import into another scope after deleting the originals.
-        for rec in exported:
-            await svc.delete(rec["id"], scope)
+        # ids are unique per scope: the copy keeps them beside the originals (issue 16)
         assert await svc.import_notes(exported, target) == 2
         again = await svc.export_notes(target)
         assert again == exported
+        assert await svc.export_notes(scope) == exported
     finally:
         graph.q("MATCH (n) WHERE n.user_id = $u AND n.agent_id = 'copy' DETACH DELETE n", u=scope.user_id)
 

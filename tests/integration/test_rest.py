@@ -238,16 +238,6 @@ async def test_bad_requests_get_clear_4xx(api: Any, scope: Scope) -> None:
     r = await client.post("/v1/notes", content=chunks(), headers={"content-type": "application/json"})
     assert r.status_code == 413
 
-    # An id used by another scope is a conflict, not a silent overwrite.
-    await svc.add(
-        "someone else's note", Scope(user_id=scope.user_id + "-other"), note_id=f"{scope.user_id}-shared", enrich=False
-    )
-    try:
-        r = await client.post("/v1/notes", json={"content": "mine", "note_id": f"{scope.user_id}-shared"})
-        assert r.status_code == 409 and r.json()["error"]["code"] == "conflict"
-    finally:
-        await svc.delete(f"{scope.user_id}-shared", Scope(user_id=scope.user_id + "-other"))
-
 
 async def test_llm_and_store_failures_are_502_and_503(scope: Scope, make_service: Any, settings: Any) -> None:
     def broken(messages: list[BaseMessage]) -> Any:
@@ -351,3 +341,25 @@ async def test_a_trailing_newline_is_not_a_valid_scope_or_id(api: Any, scope: Sc
     r = await client.post("/v1/notes", json={"content": "newline id", "note_id": "x\n", "enrich": False})
     assert r.status_code == 422 and "note id" in r.json()["error"]["message"], r.text
     assert await svc.count(scope) == 0
+
+
+async def test_another_scopes_id_is_neither_refused_nor_revealed(api: Any, scope: Scope) -> None:
+    """Issue 16 item 1: with ids unique across all scopes, a key bound to one scope got 409 "already in
+    use" for another scope's id and 201 for an unused one: an existence oracle across tenants."""
+    client, svc = api
+    theirs = Scope(user_id=scope.user_id + "-other")
+    await svc.add("Their note: the vault code is 4711.", theirs, note_id="shared-1", enrich=False)
+    try:
+        async with httpx.AsyncClient(
+            transport=client._transport, base_url="http://api", headers={"X-API-Key": BOUND_KEY}
+        ) as b:
+            taken = await b.post("/v1/notes", json={"content": "mine", "note_id": "shared-1", "enrich": False})
+            unused = await b.post("/v1/notes", json={"content": "mine", "note_id": "unused-1", "enrich": False})
+            assert (taken.status_code, unused.status_code) == (201, 201), taken.text
+            assert taken.json()["note"]["scope"]["agent_id"] == "bound" and "4711" not in taken.text
+            again = await b.post("/v1/notes", json={"content": "other text", "note_id": "shared-1"})
+            assert again.status_code == 200 and again.json()["note"]["content"] == "mine"  # idempotent in its scope
+        kept = await svc.get("shared-1", theirs)
+        assert kept.content == "Their note: the vault code is 4711." and kept.version == 1
+    finally:
+        await svc.delete("shared-1", theirs)

@@ -148,6 +148,47 @@ async def test_import_does_not_link_into_another_scope(
     assert relationships(graph, record["id"], ids["b1"]) == 0
 
 
+async def test_one_id_in_two_scopes_is_two_notes_and_every_write_stays_in_its_scope(
+    two_scopes: Any, scope: Scope, graph: Any, embedder: Embeddings
+) -> None:
+    """Ids are unique per scope (issue 16): the same id in another scope is another note, and a link,
+    an evolution, a revision, a touch or a delete through one scope never reaches the other's note."""
+    store, ids, other = two_scopes
+    vec = await embedder.aembed_query("Ana's bow.")
+    twin = f"{scope.user_id}-twin"
+    mine = await store.add(AddWrite(note=Note(id=twin, content="Ana's bow is new.", scope=scope), embedding=vec))
+    theirs = await store.add(AddWrite(note=Note(id=twin, content="Bo's bow is old.", scope=other), embedding=vec))
+    assert mine.created and theirs.created
+    again = await store.add(AddWrite(note=Note(id=twin, content="ignored", scope=other), embedding=vec))
+    assert not again.created  # idempotent inside its scope
+    out = await store.create_links(
+        ids["a1"], scope, [Link(source_id=ids["a1"], target_id=twin, type=LinkType.SUPPORTS)], caused_by=ids["a1"]
+    )
+    assert [x.target_id for x in out] == [twin]
+    await store.add(
+        AddWrite(
+            note=Note(id=f"{scope.user_id}-a4", content="Ana tunes her bow.", scope=scope),
+            embedding=vec,
+            updates=[NeighbourUpdate(note_id=twin, context="evolved", tags=["t"], keywords=["k"], embedding=vec)],
+        )
+    )
+    await store.touch({twin: 3}, scope)
+    a_twin, b_twin = await store.get(twin, scope), await store.get(twin, other)
+    assert a_twin is not None and b_twin is not None
+    assert (a_twin.content, a_twin.context, a_twin.version, a_twin.retrieval_count) == (
+        "Ana's bow is new.",
+        "evolved",
+        2,
+        3,
+    )
+    assert (b_twin.content, b_twin.context, b_twin.version, b_twin.retrieval_count) == ("Bo's bow is old.", "", 1, 0)
+    assert await store.links(twin, other) == [] and await store.history(twin, other) == []
+    rows = graph.q("MATCH (a:Note {id: $a})-[r]->(t:Note {id: $t}) RETURN t.agent_id AS agent", a=ids["a1"], t=twin)
+    assert rows == [{"agent": scope.agent_id}]
+    assert await store.delete(twin, scope) and await store.get(twin, other) is not None
+    assert await store.add_many([Note(id=twin, content="Ana's bow, again.", scope=scope)], [vec], "full") == [twin]
+
+
 # --- one note projection -------------------------------------------------------------------------
 
 

@@ -332,7 +332,7 @@ async def test_sigkill_mid_ingest_then_stop_mid_search(crash_server: LocalNeo4j)
 
         state = schema_state(crash_server)
         assert state["notes"] == total and state["ids"] == total  # zero lost, zero duplicates
-        assert {"note_id_unique", "note_version_uid_unique"} <= state["constraints"]
+        assert {"note_scope_id_unique", "note_version_uid_unique"} <= state["constraints"]
         assert {"note_embedding", "note_text", "note_scope"} <= set(state["indexes"])
         assert set(state["indexes"].values()) == {"ONLINE"}, state["indexes"]
 

@@ -32,7 +32,7 @@ router = APIRouter(prefix="/v1/notes", tags=["notes"], responses=error_responses
     status_code=201,
     responses={
         200: {"description": "already stored (same note_id, or same content with dedupe_content)"},
-        **error_responses(404, 409, 502),
+        **error_responses(404, 502),  # 404: `follows` names no note of the scope
     },
 )
 async def add_note(body: NoteCreate, who: Auth, given: Given, svc: Svc, response: Response) -> AddResultOut:
