@@ -16,6 +16,7 @@ lifecycle and the public methods; each step lives in its own module.
 from __future__ import annotations
 
 import builtins
+import hashlib
 import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
@@ -47,6 +48,7 @@ from graphmem.models import (
     SearchMode,
     Usage,
     check_id,
+    new_note_id,
     utcnow,
     validate_content,
 )
@@ -209,14 +211,18 @@ class AsyncMemoryService:
         if follows is not None:
             await self._require(follows, scope)  # a missing or other-scope id is the caller's error
         # Idempotent add: the same id (or, on request, the same content) never makes a second note.
+        # Ids are unique per scope: another scope's note with this id is neither seen nor refused.
         existing_id = note_id
         if existing_id is None and dedupe_content:
             existing_id = await self.store.find_by_content(note.content, scope)
-        # Ids are unique per scope: another scope's note with this id is neither seen nor refused.
         if existing_id is not None:
             existing = await self.store.get(existing_id, scope)
             if existing is not None:
                 return AddResult(note=existing, created=False)
+        if note_id is None and dedupe_content:
+            # Two adds of one content may both pass the check above before either writes: both take
+            # the id derived from the content, so the store's MERGE (unique per scope) makes one note.
+            note.id = await self._content_id(note.content, scope)
 
         do_enrich = self.settings.enable_enrichment if enrich is None else enrich
         built = await self._construct(note, do_enrich)
@@ -226,6 +232,17 @@ class AsyncMemoryService:
         result = await self.write_note(built, plan, follows=follows)
         result.usage.total_seconds = time.perf_counter() - started
         return result
+
+    async def _content_id(self, content: str, scope: Scope) -> str:
+        """The id a dedupe_content add takes: derived from the content, so concurrent adds agree. An
+        earlier note with this id whose content was changed since (update) moves it to the next one."""
+        base = "c-" + hashlib.sha256(content.encode("utf-8")).hexdigest()[:40]
+        for n in range(1, 100):
+            candidate = base if n == 1 else f"{base}-{n}"
+            taken = await self.store.get(candidate, scope)
+            if taken is None or taken.content == content:
+                return candidate
+        return new_note_id()  # 99 rewrites of one content: give up on agreeing, never on storing
 
     def _new_note(
         self,

@@ -190,6 +190,16 @@ async def test_idempotent_add_by_id_and_by_content(make_service: Any, scope: Sco
     same = await svc.add("Nate won a video game tournament.", scope, dedupe_content=True)
     assert not same.created and same.note.id == "turn-1"
     assert await svc.count(scope) == 1
+    # A dedupe add takes an id derived from the content (concurrent ones agree); once that note's
+    # content changed, the same content again takes the next id.
+    first_d = await svc.add("Nate plays chess.", scope, dedupe_content=True, enrich=False)
+    assert first_d.created and first_d.note.id.startswith("c-")
+    await svc.update(first_d.note.id, scope, "Nate plays chess on Sundays.")  # re-enriched, no evolution
+    second_d = await svc.add("Nate plays chess.", scope, dedupe_content=True, enrich=False)
+    assert second_d.created and second_d.note.id == first_d.note.id + "-2"
+    assert not (await svc.add("Nate plays chess.", scope, dedupe_content=True, enrich=False)).created
+    for nid in (first_d.note.id, second_d.note.id):
+        await svc.delete(nid, scope)
     # Ids are unique per scope (issue 16): another scope's id is neither refused nor revealed.
     other = Scope(user_id=scope.user_id, agent_id="other-agent")
     try:
@@ -438,3 +448,45 @@ async def test_an_add_is_three_separately_callable_steps(make_service: Any, scop
     assert (await svc.get(first.note.id, scope)).version == 2
     again = await svc.write_note(built, plan)  # idempotent by id: nothing written twice
     assert not again.created and len(await svc.links(first.note.id, scope)) == 2
+
+
+class _RacedStore:
+    """A note store (the port) whose first idempotency check finds nothing and, before answering,
+    lets another caller's add of the same note complete: the race of issue 16 item 5, made certain."""
+
+    def __init__(self, inner: Any, racer: Any) -> None:
+        self._inner, self._racer, self.raced = inner, racer, False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def _race(self, found: Any) -> Any:
+        if found is None and not self.raced:
+            self.raced = True
+            await self._racer()
+        return found
+
+    async def get(self, note_id: str, scope: Scope, **kw: Any) -> Any:
+        return await self._race(await self._inner.get(note_id, scope, **kw))
+
+    async def find_by_content(self, content: str, scope: Scope) -> Any:
+        return await self._race(await self._inner.find_by_content(content, scope))
+
+
+async def test_an_add_racing_another_add_of_its_id_or_content_is_idempotent(make_service: Any, scope: Scope) -> None:
+    """Issue 16 item 5: the caller whose check ran before another's write got ConflictError ("already
+    in use") for its own id, and a dedupe_content add made a second note."""
+    from graphmem.service.memory import AsyncMemoryService
+
+    other, _ = await make_service(enable_enrichment=False)
+    for kwargs in ({"note_id": "raced-1"}, {"dedupe_content": True}):
+        text = f"Raced note {sorted(kwargs)}."
+
+        async def racer(kw: dict[str, Any] = kwargs, t: str = text) -> None:
+            assert (await other.add(t, scope, **kw)).created
+
+        raced = _RacedStore(other.store, racer)
+        svc = AsyncMemoryService(other.settings, raced, other.embedder, chat_model=None)
+        result = await svc.add(text, scope, enrich=False, **kwargs)
+        assert raced.raced and not result.created and result.note.content == text
+    assert await other.count(scope) == 2

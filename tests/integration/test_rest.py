@@ -363,3 +363,21 @@ async def test_another_scopes_id_is_neither_refused_nor_revealed(api: Any, scope
         assert kept.content == "Their note: the vault code is 4711." and kept.version == 1
     finally:
         await svc.delete("shared-1", theirs)
+
+
+async def test_concurrent_adds_of_one_id_or_one_content_make_one_note(api: Any, scope: Scope) -> None:
+    """Issue 16 item 5: 20 concurrent adds of one note_id gave some callers 409 for their own id (the
+    get and scope checks raced); 20 concurrent dedupe_content adds of one text made 18-20 notes."""
+    client, svc = api
+
+    async def post(i: int, body: dict[str, Any]) -> httpx.Response:
+        await asyncio.sleep(0.003 * i)  # staggered: some callers land between another's checks and write
+        return await client.post("/v1/notes", json=body)
+
+    by_id = await asyncio.gather(*(post(i, {"content": f"take {i}", "note_id": "same-1"}) for i in range(20)))
+    assert sorted(r.status_code for r in by_id) == [200] * 19 + [201], [r.text for r in by_id if r.status_code >= 300]
+    assert len({r.json()["note"]["content"] for r in by_id}) == 1  # every caller sees the one stored note
+    deduped = await asyncio.gather(*(post(i, {"content": "same text", "dedupe_content": True}) for i in range(20)))
+    assert sorted(r.status_code for r in deduped) == [200] * 19 + [201], [r.text for r in deduped]
+    assert len({r.json()["note"]["id"] for r in deduped}) == 1
+    assert await svc.count(scope) == 2
