@@ -15,7 +15,7 @@ from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_vali
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from graphmem.errors import ConfigError
-from graphmem.models import SearchMode
+from graphmem.models import LIMITS, SearchMode
 
 LocalModel = Literal["qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b"]
 ResolvedMethod = Literal["json_schema", "function_calling", "json_mode"]  # how structured output is asked for
@@ -93,11 +93,11 @@ class Settings(BaseSettings):
     enable_evolution: bool = True
     embed_text_variant: EmbedTextVariant = "full"
     max_content_chars: int = Field(8000, ge=1, le=1_000_000)
-    search_k: int = Field(10, ge=1, le=1000)
+    search_k: int = Field(10, ge=1, le=LIMITS.k_max)
     search_mode: SearchMode = SearchMode.HYBRID
     links_per_hit: int = Field(3, ge=0, le=50)
     over_fetch_ratio: int = Field(4, ge=1, le=100)
-    context_token_budget: int = Field(1000, ge=50, le=200_000)
+    context_token_budget: int = Field(1000, ge=LIMITS.token_budget_min, le=LIMITS.token_budget_max)
 
     # --- REST / MCP ---
     api_keys: SecretStr | None = Field(

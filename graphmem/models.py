@@ -24,15 +24,15 @@ CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 @dataclass(frozen=True)
 class Limits:
     """Bounds on every number and size a client sends, in one place: the service checks them for every
-    interface (Python API, CLI, REST, MCP, LangChain, LangGraph) and the REST / MCP schemas declare
-    them. They also bound the largest answer: hits x (1 + links per hit) notes, pages of notes, links
-    and versions (docs/reliability.md measures the server under the largest)."""
+    interface (Python API, CLI, LangChain, LangGraph) and the REST and MCP schemas declare them. They
+    also bound the largest answer: hits x (1 + links per hit) notes, pages of notes, links and versions
+    (tests/reliability/test_big_answers.py measures the server under the largest)."""
 
-    k_max: int = 1000  # search / ask hits
-    page_max: int = 1000  # notes per list page
-    links_page_max: int = 1000  # links per page of a note's links
-    history_page_max: int = 1000  # versions per page of a note's history
-    offset_max: int = 10_000_000  # any offset (Neo4j's SKIP takes a 64-bit integer: bounded far below)
+    k_max: int = 100  # search / ask hits (each brings up to GRAPHMEM_LINKS_PER_HIT linked notes)
+    page_max: int = 100  # notes per page of a list
+    links_page_max: int = 1000  # links per page of a note's links (a link is a few hundred bytes)
+    history_page_max: int = 100  # versions per page of a note's history (a version holds the content)
+    offset_max: int = 10_000_000  # any offset: Neo4j's SKIP overflows at 2**63 (issue 16)
     token_budget_min: int = 50  # the context `ask` builds, in tokens
     token_budget_max: int = 32_000
     repair_max: int = 1000  # notes one repair call re-enriches
@@ -59,6 +59,13 @@ def check_id(value: str, what: str = "id") -> str:
             f"{what} must be 1-128 characters of letters, digits and _ . : @ -, "
             f"starting with a letter or digit; got {value!r:.60}"
         )
+    return value
+
+
+def check_bound(value: Any, low: int, high: int, what: str) -> int:
+    """An integer in [low, high] (bools refused), or InvalidInputError naming the bounds."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InvalidInputError(f"{what} must be an integer from {low} to {high}; got {str(value)[:40]}")
     return value
 
 

@@ -30,6 +30,7 @@ from graphmem.errors import InvalidInputError, NoteNotFoundError
 from graphmem.llm.calls import LLMCaller
 from graphmem.llm.prompts import answer_messages
 from graphmem.models import (
+    LIMITS,
     AddResult,
     AddWrite,
     AskResult,
@@ -47,6 +48,7 @@ from graphmem.models import (
     SearchHit,
     SearchMode,
     Usage,
+    check_bound,
     check_id,
     new_note_id,
     utcnow,
@@ -366,6 +368,7 @@ class AsyncMemoryService:
         any item is invalid. ``usage`` (optional) collects the seconds spent embedding and writing;
         the two overlap, so they add up to more than the wall time.
         """
+        check_bound(batch_size, 1, LIMITS.batch_max, "batch_size")
         return await bulk.add_many(
             self.store, self._embed, self.settings, items, scope, batch_size=batch_size, progress=progress, usage=usage
         )
@@ -400,6 +403,7 @@ class AsyncMemoryService:
 
     async def repair(self, scope: Scope, *, limit: int = 100) -> int:
         """Re-run note construction (and linking) for notes stored raw after an LLM failure."""
+        check_bound(limit, 1, LIMITS.repair_max, "repair limit")
         repaired = 0
         for note_id in await self.store.pending(scope, limit):
             note = await self.store.get(note_id, scope)
@@ -475,8 +479,8 @@ class AsyncMemoryService:
         return await self._require(note_id, scope)
 
     async def list(self, scope: Scope, *, limit: int = 50, offset: int = 0) -> builtins.list[Note]:
-        if not 1 <= limit <= 1000 or offset < 0:
-            raise InvalidInputError("limit must be 1..1000 and offset >= 0")
+        """A page of the scope's notes, newest first (``limit`` up to ``LIMITS.page_max``)."""
+        _page(limit, offset, LIMITS.page_max)
         return await self.store.list_notes(scope, limit=limit, offset=offset)
 
     async def count(self, scope: Scope) -> int:
@@ -486,13 +490,21 @@ class AsyncMemoryService:
         """Ids of the scope's notes with these source ids (source id -> note id): resumable ingest."""
         return await self.store.find_by_source(list(source_ids), scope)
 
-    async def links(self, note_id: str, scope: Scope) -> builtins.list[Link]:
+    async def links(
+        self, note_id: str, scope: Scope, *, limit: int = LIMITS.links_page_max, offset: int = 0
+    ) -> builtins.list[Link]:
+        """A page of the note's typed links (both directions), oldest first."""
+        _page(limit, offset, LIMITS.links_page_max)
         await self._require(note_id, scope)
-        return await self.store.links(note_id, scope)
+        return await self.store.links(note_id, scope, limit=limit, offset=offset)
 
-    async def history(self, note_id: str, scope: Scope) -> builtins.list[NoteVersion]:
+    async def history(
+        self, note_id: str, scope: Scope, *, limit: int = LIMITS.history_page_max, offset: int = 0
+    ) -> builtins.list[NoteVersion]:
+        """A page of the note's previous versions, oldest first."""
+        _page(limit, offset, LIMITS.history_page_max)
         await self._require(note_id, scope)
-        return await self.store.history(note_id, scope)
+        return await self.store.history(note_id, scope, limit=limit, offset=offset)
 
     async def scopes(self, user_id: str | None = None) -> builtins.list[Scope]:
         if user_id is not None:
@@ -523,9 +535,7 @@ class AsyncMemoryService:
         links), "hybrid" (vector fused with full-text by reciprocal rank, + links; the default).
         ``query_embedding`` skips embedding the query (benchmarks); ``usage`` collects the time.
         """
-        k = self.settings.search_k if k is None else k
-        if not isinstance(k, int) or not 1 <= k <= 1000:
-            raise InvalidInputError("k must be between 1 and 1000")
+        k = check_bound(self.settings.search_k if k is None else k, 1, LIMITS.k_max, "k")
         search_mode = SearchMode.parse(mode or self.settings.search_mode)
         query = validate_content(query, self.settings.max_content_chars, what="query")
         if filters is not None and not isinstance(filters, SearchFilters):
@@ -572,8 +582,10 @@ class AsyncMemoryService:
         """
         started = time.perf_counter()
         usage = Usage()
+        budget = self.settings.context_token_budget if token_budget is None else token_budget
+        check_bound(budget, LIMITS.token_budget_min, LIMITS.token_budget_max, "token budget")
         hits = await self.search(question, scope, k=k, mode=mode, filters=filters, usage=usage)
-        ctx = build_context([h.note for h in hits], token_budget or self.settings.context_token_budget)
+        ctx = build_context([h.note for h in hits], budget)
         used = [hits[i] for i in ctx.used]
         answer = await self.answer(question, ctx.text or "(no notes)", instructions=instructions, usage=usage)
         usage.total_seconds = time.perf_counter() - started
@@ -587,3 +599,8 @@ class AsyncMemoryService:
         llm = await self.llm_caller()
         text = await llm.text(answer_messages(question, context, instructions), usage or Usage())
         return text.strip()
+
+
+def _page(limit: int, offset: int, most: int) -> None:
+    check_bound(limit, 1, most, "limit")
+    check_bound(offset, 0, LIMITS.offset_max, "offset")

@@ -18,6 +18,7 @@ from langchain_core.embeddings import Embeddings
 
 from graphmem.config import Settings
 from graphmem.models import (
+    LIMITS,
     AddResult,
     AskResult,
     ConstructedNote,
@@ -207,11 +208,15 @@ class MemoryService:
     def find_by_source(self, source_ids: Sequence[str], scope: Scope) -> dict[str, str]:
         return self._loop.run(self.aio.find_by_source(source_ids, scope))
 
-    def links(self, note_id: str, scope: Scope) -> builtins.list[Link]:
-        return self._loop.run(self.aio.links(note_id, scope))
+    def links(
+        self, note_id: str, scope: Scope, *, limit: int = LIMITS.links_page_max, offset: int = 0
+    ) -> builtins.list[Link]:
+        return self._loop.run(self.aio.links(note_id, scope, limit=limit, offset=offset))
 
-    def history(self, note_id: str, scope: Scope) -> builtins.list[NoteVersion]:
-        return self._loop.run(self.aio.history(note_id, scope))
+    def history(
+        self, note_id: str, scope: Scope, *, limit: int = LIMITS.history_page_max, offset: int = 0
+    ) -> builtins.list[NoteVersion]:
+        return self._loop.run(self.aio.history(note_id, scope, limit=limit, offset=offset))
 
     def scopes(self, user_id: str | None = None) -> builtins.list[Scope]:
         return self._loop.run(self.aio.scopes(user_id))

@@ -369,17 +369,23 @@ class Neo4jNoteStore:
         rows = await self.run("notes/pending", **scope.params(), limit=limit)
         return [r["id"] for r in rows]
 
-    async def history(self, note_id: str, scope: Scope) -> list[NoteVersion]:
-        rows = await self.run("notes/history", id=note_id, **scope.params())
+    async def history(self, note_id: str, scope: Scope, *, limit: int, offset: int = 0) -> list[NoteVersion]:
+        rows = await self.run("notes/history", id=note_id, **scope.params(), skip=offset, limit=limit)
         return [version_from_record(r["version"]) for r in rows]
 
-    async def links(self, note_id: str, scope: Scope) -> list[Link]:
-        rows = await self.run("links/of_note", id=note_id, **scope.params())
+    async def links(self, note_id: str, scope: Scope, *, limit: int, offset: int = 0) -> list[Link]:
+        rows = await self.run("links/of_note", id=note_id, **scope.params(), skip=offset, limit=limit)
         return [link_from_record(r) for r in rows]
 
     async def scopes(self, user_id: str | None, limit: int = 10_000) -> list[Scope]:
         rows = await self.run("admin/scopes", user_id=user_id, limit=limit)
-        return [Scope(**r) for r in rows]
+        out = []
+        for r in rows:
+            try:
+                out.append(Scope(**r))
+            except ValueError:  # e.g. "zz\n", stored before issue 16 closed that hole: unreachable, skipped
+                log.warning("skipping a stored scope that is no longer valid: %r", tuple(r.values()))
+        return out
 
     async def note_count(self) -> int:
         rows = await self.run("admin/health")

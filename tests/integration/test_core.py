@@ -490,3 +490,46 @@ async def test_an_add_racing_another_add_of_its_id_or_content_is_idempotent(make
         result = await svc.add(text, scope, enrich=False, **kwargs)
         assert raced.raced and not result.created and result.note.content == text
     assert await other.count(scope) == 2
+
+
+async def test_a_scope_stored_through_the_newline_hole_does_not_break_scopes(
+    make_service: Any, scope: Scope, graph: Any
+) -> None:
+    """Before issue 16 item 2, "zz\\n" was accepted as a scope part; such notes may be in a database.
+    They cannot be named any more; listing scopes skips them instead of failing for every user."""
+    svc, _ = await make_service()
+    await svc.add("A valid note.", scope, enrich=False)
+    bad = scope.user_id + "\n"
+    graph.q("CREATE (:Note {id: 'old-1', user_id: $u, agent_id: 'default', run_id: 'default', content: 'x'})", u=bad)
+    try:
+        assert await svc.scopes(scope.user_id) == [scope]
+        assert scope in await svc.scopes()
+    finally:
+        graph.q("MATCH (n:Note {user_id: $u}) DETACH DELETE n", u=bad)
+
+
+async def test_every_number_is_bounded_at_the_python_api(make_service: Any, scope: Scope) -> None:
+    """Issue 16 item 6, for the Python API (the same bounds as REST, MCP and the CLI: models.LIMITS)."""
+    from graphmem.models import LIMITS, NoteInput
+
+    svc, _ = await make_service()
+    nid = (await svc.add("A bounded note.", scope, enrich=False)).note.id
+    calls = [
+        lambda: svc.list(scope, offset=2**63),
+        lambda: svc.list(scope, offset=2**63 - 1),
+        lambda: svc.list(scope, limit=LIMITS.page_max + 1),
+        lambda: svc.links(nid, scope, offset=2**63),
+        lambda: svc.links(nid, scope, limit=LIMITS.links_page_max + 1),
+        lambda: svc.history(nid, scope, limit=0),
+        lambda: svc.history(nid, scope, offset=-1),
+        lambda: svc.repair(scope, limit=2**63),
+        lambda: svc.search("x", scope, k=LIMITS.k_max + 1),
+        lambda: svc.search("x", scope, k=True),
+        lambda: svc.ask("x", scope, token_budget=LIMITS.token_budget_max + 1),
+        lambda: svc.add_many([NoteInput(content="x")], scope, batch_size=0),
+        lambda: svc.add_many([NoteInput(content="x")], scope, batch_size=2**63),
+    ]
+    for i, call in enumerate(calls):
+        with pytest.raises(InvalidInputError):
+            await call()
+        assert await svc.count(scope) == 1, i

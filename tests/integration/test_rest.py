@@ -47,7 +47,7 @@ async def api(
     async with client_for(app, **{"X-API-Key": KEY, "X-User-Id": scope.user_id}) as client:
         yield client, svc
     bound = Scope(user_id=scope.user_id, agent_id="bound")  # not covered by the `scope` cleanup
-    for note in await svc.list(bound, limit=1000):
+    for note in await svc.list(bound, limit=100):
         await svc.delete(note.id, bound)
 
 
@@ -381,3 +381,62 @@ async def test_concurrent_adds_of_one_id_or_one_content_make_one_note(api: Any, 
     assert sorted(r.status_code for r in deduped) == [200] * 19 + [201], [r.text for r in deduped]
     assert len({r.json()["note"]["id"] for r in deduped}) == 1
     assert await svc.count(scope) == 2
+
+
+async def test_every_number_a_client_sends_is_bounded(api: Any) -> None:
+    """Issue 16 item 6: `offset=9223372036854775807` was a 500 (Neo4j's long overflowed), `2**63` too
+    (the driver's OverflowError). Every number has a bound (models.LIMITS): out of it is a 422."""
+    client, _ = api
+    from graphmem.models import LIMITS
+
+    added = await client.post("/v1/notes", json={"content": "A bounded note.", "enrich": False})
+    nid = added.json()["note"]["id"]
+    for url in (
+        f"/v1/notes?offset={2**63 - 1}",
+        f"/v1/notes?offset={2**63}",
+        f"/v1/notes?offset={LIMITS.offset_max + 1}",
+        "/v1/notes?offset=-1",
+        f"/v1/notes?limit={LIMITS.page_max + 1}",
+        f"/v1/notes?limit={2**64}",
+        f"/v1/notes/{nid}/links?limit={LIMITS.links_page_max + 1}",
+        f"/v1/notes/{nid}/links?offset={2**63}",
+        f"/v1/notes/{nid}/history?limit={LIMITS.history_page_max + 1}",
+        f"/v1/notes/{nid}/history?offset={2**63 - 1}",
+    ):
+        r = await client.get(url)
+        assert r.status_code == 422, (url, r.status_code, r.text[:300])
+    for path, body in (
+        ("/v1/search", {"query": "x", "k": LIMITS.k_max + 1}),
+        ("/v1/search", {"query": "x", "k": 2**63}),
+        ("/v1/ask", {"question": "x", "k": LIMITS.k_max + 1}),
+        ("/v1/ask", {"question": "x", "token_budget": LIMITS.token_budget_max + 1}),
+        ("/v1/ask", {"question": "x", "token_budget": 2**70}),
+    ):
+        r = await client.post(path, json=body)
+        assert r.status_code == 422, (path, body, r.status_code, r.text[:300])
+    r = await client.get(f"/v1/notes?offset={LIMITS.offset_max}")  # the bound itself is fine
+    assert r.status_code == 200 and r.json()["notes"] == []
+
+
+async def test_links_and_history_come_in_pages(api: Any, scope: Scope) -> None:
+    """Issue 16 item 7: a note's links (1,998 on one note) and history (300 versions, 2.4 MB) came back
+    whole; now in pages of at most LIMITS.links_page_max / history_page_max, with next_offset."""
+    client, svc = api
+    hub = (await svc.add("The hub note.", scope, note_id="hub", enrich=False)).note.id
+    for i in range(5):
+        await svc.add(f"Spoke {i}.", scope, note_id=f"spoke-{i}", enrich=False)
+        await svc.link(hub, f"spoke-{i}", scope, "RELATED_TO")
+        await svc.update(hub, scope, f"The hub note, take {i}.")
+    seen: list[str] = []
+    offset: int | None = 0
+    while offset is not None:
+        page = (await client.get(f"/v1/notes/{hub}/links", params={"limit": 2, "offset": offset})).json()
+        assert len(page["links"]) <= 2 and page["limit"] == 2 and page["offset"] == offset
+        seen += [x["target_id"] for x in page["links"]]
+        offset = page["next_offset"]
+    assert sorted(seen) == [f"spoke-{i}" for i in range(5)]
+    first = (await client.get(f"/v1/notes/{hub}/history", params={"limit": 3})).json()
+    rest = (await client.get(f"/v1/notes/{hub}/history", params={"limit": 3, "offset": 3})).json()
+    assert [v["version"] for v in first["versions"]] == [1, 2, 3] and first["next_offset"] == 3
+    assert [v["version"] for v in rest["versions"]] == [4, 5] and rest["next_offset"] is None
+    assert len((await client.get(f"/v1/notes/{hub}/links")).json()["links"]) == 5  # default page: all of these

@@ -88,7 +88,12 @@ async def test_an_add_writes_no_link_or_evolution_into_another_scope(
     )
     assert outcome.created and [x.target_id for x in outcome.links] == [ids["a1"]] and outcome.versions == {}
     b1 = await store.get(ids["b1"], other)
-    assert b1 is not None and b1.context == "" and b1.version == 1 and await store.history(ids["b1"], other) == []
+    assert (
+        b1 is not None
+        and b1.context == ""
+        and b1.version == 1
+        and await store.history(ids["b1"], other, limit=10) == []
+    )
     assert relationships(graph, note.id, ids["b1"]) == 0
 
 
@@ -103,8 +108,8 @@ async def test_reads_and_changes_need_the_notes_own_scope(two_scopes: Any, scope
     b1 = ids["b1"]
     assert (
         await store.get(b1, scope) is None
-        and await store.links(b1, scope) == []
-        and await store.history(b1, scope) == []
+        and await store.links(b1, scope, limit=10) == []
+        and await store.history(b1, scope, limit=10) == []
     )
     vec = await embedder.aembed_query("x")
     assert (
@@ -182,7 +187,7 @@ async def test_one_id_in_two_scopes_is_two_notes_and_every_write_stays_in_its_sc
         3,
     )
     assert (b_twin.content, b_twin.context, b_twin.version, b_twin.retrieval_count) == ("Bo's bow is old.", "", 1, 0)
-    assert await store.links(twin, other) == [] and await store.history(twin, other) == []
+    assert await store.links(twin, other, limit=10) == [] and await store.history(twin, other, limit=10) == []
     rows = graph.q("MATCH (a:Note {id: $a})-[r]->(t:Note {id: $t}) RETURN t.agent_id AS agent", a=ids["a1"], t=twin)
     assert rows == [{"agent": scope.agent_id}]
     assert await store.delete(twin, scope) and await store.get(twin, other) is not None

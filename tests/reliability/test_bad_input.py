@@ -360,6 +360,13 @@ CLI_CASES: list[tuple[str, list[str], str]] = [
     ("unknown link type", ["link", "a1", "b1", "--type", "LOVES"], "'LOVES' is not one of 'RELATED_TO'"),
     ("unknown note", ["show", "no-such-note-0000"], "no note with id"),
     ("missing file", ["import", "/nonexistent/notes.jsonl"], "no such file"),
+    # issue 16 item 6: every number a client sends is bounded (Neo4j's SKIP/LIMIT overflowed at 2**63)
+    ("huge offset", ["list", "--offset", str(2**63 - 1)], "offset must be"),
+    ("overflowing offset", ["list", "--offset", str(2**63)], "offset must be"),
+    ("huge limit", ["list", "--limit", str(2**63)], "limit must be"),
+    ("huge repair limit", ["repair", "--limit", str(2**63)], "limit must be"),
+    ("k over the bound", ["search", "q", "-k", "101"], "k must be"),
+    ("huge budget", ["ask", "q", "--budget", str(10**12)], "token budget must be"),
 ]
 
 

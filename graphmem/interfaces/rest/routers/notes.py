@@ -21,7 +21,7 @@ from graphmem.interfaces.rest.schemas import (
     add_result_out,
     note_out,
 )
-from graphmem.models import Link
+from graphmem.models import LIMITS, Link
 
 router = APIRouter(prefix="/v1/notes", tags=["notes"], responses=error_responses(*COMMON_ERRORS))
 
@@ -60,8 +60,8 @@ async def list_notes(
     who: Auth,
     given: Given,
     svc: Svc,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 50,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=LIMITS.page_max)] = 50,
+    offset: Annotated[int, Query(ge=0, le=LIMITS.offset_max)] = 0,
 ) -> NotePage:
     """The scope's notes, newest first."""
     scope = resolve_scope(who, given)
@@ -104,9 +104,17 @@ async def delete_note(note_id: str, who: Auth, given: Given, svc: Svc) -> Respon
 
 
 @router.get("/{note_id}/links", response_model=LinksResponse, responses=error_responses(404))
-async def note_links(note_id: str, who: Auth, given: Given, svc: Svc) -> LinksResponse:
-    """The note's typed links, both directions."""
-    return LinksResponse(links=await svc.links(note_id, resolve_scope(who, given)))
+async def note_links(
+    note_id: str,
+    who: Auth,
+    given: Given,
+    svc: Svc,
+    limit: Annotated[int, Query(ge=1, le=LIMITS.links_page_max)] = LIMITS.links_page_max,
+    offset: Annotated[int, Query(ge=0, le=LIMITS.offset_max)] = 0,
+) -> LinksResponse:
+    """A page of the note's typed links, both directions, oldest first."""
+    links = await svc.links(note_id, resolve_scope(who, given), limit=limit, offset=offset)
+    return LinksResponse(links=links, limit=limit, offset=offset, next_offset=_next(offset, limit, len(links)))
 
 
 @router.post("/{note_id}/links", response_model=Link, status_code=201, responses=error_responses(404))
@@ -117,6 +125,21 @@ async def add_link(note_id: str, body: LinkCreate, who: Auth, given: Given, svc:
 
 
 @router.get("/{note_id}/history", response_model=HistoryResponse, responses=error_responses(404))
-async def note_history(note_id: str, who: Auth, given: Given, svc: Svc) -> HistoryResponse:
-    """Previous versions (evolution by later notes, updates), oldest first."""
-    return HistoryResponse(versions=await svc.history(note_id, resolve_scope(who, given)))
+async def note_history(
+    note_id: str,
+    who: Auth,
+    given: Given,
+    svc: Svc,
+    limit: Annotated[int, Query(ge=1, le=LIMITS.history_page_max)] = LIMITS.history_page_max,
+    offset: Annotated[int, Query(ge=0, le=LIMITS.offset_max)] = 0,
+) -> HistoryResponse:
+    """A page of previous versions (evolution by later notes, updates), oldest first."""
+    versions = await svc.history(note_id, resolve_scope(who, given), limit=limit, offset=offset)
+    return HistoryResponse(
+        versions=versions, limit=limit, offset=offset, next_offset=_next(offset, limit, len(versions))
+    )
+
+
+def _next(offset: int, limit: int, got: int) -> int | None:
+    """A full page may have a next one (which may then be empty); a short page is the last."""
+    return offset + got if got == limit and offset + got <= LIMITS.offset_max else None
