@@ -329,6 +329,27 @@ def scripted_app(settings: Any, *, responder: Any = None, embedder: Embeddings |
     return app
 
 
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def server_env(settings: Any, api_keys: str, root: Path) -> dict[str, str]:
+    """The environment of a REST server subprocess (``load_server``): the session's Neo4j, these keys."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEO4J_", "GRAPHMEM_"))}
+    env |= {
+        "NEO4J_URI": settings.neo4j_uri,
+        "NEO4J_DATABASE": settings.neo4j_database,
+        "GRAPHMEM_HOME": str(settings.home),
+        "GRAPHMEM_API_KEYS": api_keys,
+        "PYTHONPATH": str(root),
+    }
+    if settings.neo4j_password is not None:
+        env |= {"NEO4J_USERNAME": settings.neo4j_username, "NEO4J_PASSWORD": settings.neo4j_password.get_secret_value()}
+    return env
+
+
 def rss_bytes(pid: int) -> int:
     """Resident set size of a process (Linux /proc)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
