@@ -25,6 +25,7 @@ from graphmem.config import Settings, load_settings
 from graphmem.errors import ConfigError, GraphmemError
 from graphmem.local import ChatModelStart, chat_model, start_chat_model
 from graphmem.models import LIMITS, Scope, SearchHit, SearchMode
+from graphmem.redaction import install_log_redaction, redact
 from graphmem.service.memory import AsyncMemoryService
 
 log = logging.getLogger(__name__)
@@ -113,7 +114,7 @@ def create_mcp_server(
         try:
             return await work(slot.get())
         except (GraphmemError, ValueError) as exc:  # ValueError: e.g. a malformed note id
-            raise ToolError(str(exc)) from exc
+            raise ToolError(redact(str(exc))) from None
 
     @server.tool(
         description="Remember something: stores it as a note, enriched with keywords, context and tags, "
@@ -214,4 +215,6 @@ def run_stdio(settings: Settings | None = None) -> None:
     """Serve over stdin/stdout until the client closes the connection."""
     settings = settings or load_settings()
     mcp_scope(settings)  # fail before the transport starts, with a message naming the setting
-    create_mcp_server(settings).run("stdio")
+    server = create_mcp_server(settings)
+    install_log_redaction()
+    server.run("stdio")

@@ -280,6 +280,7 @@ async def test_openapi_schema(api: Any) -> None:
         "/v1/notes/{note_id}/history",
         "/v1/notes/{note_id}/links",
         "/health",
+        "/v1/status",
     } <= set(schema["paths"])
     assert set(schema["components"]["securitySchemes"]) == {"APIKeyHeader", "HTTPBearer"}
     assert "embedding" not in schema["components"]["schemas"]["NoteOut"]["properties"]
@@ -301,7 +302,7 @@ async def test_health_answers_while_the_local_model_starts(settings: Any, scope:
         async with app.router.lifespan_context(app), client_for(app, **{"X-User-Id": scope.user_id}) as client:
             assert await asyncio.to_thread(started.wait, 30)
             health = await client.get("/health")
-            assert health.status_code == 200 and health.json()["llm"] == "starting"
+            assert health.status_code == 200 and (await client.get("/v1/status")).json()["llm"] == "starting"
             raw = await client.post("/v1/notes", json={"content": "Ana tunes her violin.", "enrich": False})
             assert raw.status_code == 201  # no LLM needed: served while the model starts
             enriched = asyncio.create_task(client.post("/v1/notes", json={"content": "Ana's violin is old."}))
@@ -311,7 +312,7 @@ async def test_health_answers_while_the_local_model_starts(settings: Any, scope:
             release.set()
             answer = await enriched
             assert answer.status_code == 201 and answer.json()["note"]["enrichment"] == "done"
-            assert (await client.get("/health")).json()["llm"] == "ready"
+            assert (await client.get("/v1/status")).json()["llm"] == "ready"
     finally:
         release.set()
 
@@ -322,9 +323,9 @@ async def test_a_failed_model_start_is_reported_and_only_llm_calls_fail(settings
 
     app = create_app(settings.model_copy(update={"auth_disabled": True}), chat_model_start=broken_start)
     async with app.router.lifespan_context(app), client_for(app, **{"X-User-Id": scope.user_id}) as client:
-        while (await client.get("/health")).json()["llm"] == "starting":
+        while (await client.get("/v1/status")).json()["llm"] == "starting":
             await asyncio.sleep(0.05)
-        health = (await client.get("/health")).json()
+        health = (await client.get("/v1/status")).json()
         assert health["status"] == "ok" and health["llm"].startswith("failed: the local LLM server exited")
         assert (await client.post("/v1/notes", json={"content": "Stored raw.", "enrich": False})).status_code == 201
         enriched = await client.post("/v1/notes", json={"content": "Needs the model."})
@@ -440,3 +441,76 @@ async def test_links_and_history_come_in_pages(api: Any, scope: Scope) -> None:
     assert [v["version"] for v in first["versions"]] == [1, 2, 3] and first["next_offset"] == 3
     assert [v["version"] for v in rest["versions"]] == [4, 5] and rest["next_offset"] is None
     assert len((await client.get(f"/v1/notes/{hub}/links")).json()["links"]) == 5  # default page: all of these
+
+
+async def test_health_says_only_up_or_down(api: Any, settings: Any, scope: Scope) -> None:
+    """Issue 16 item 12: the unauthenticated /health showed the internal Bolt address and the driver's
+    error when Neo4j was down. Now it says up or down; the details need a key (/v1/status)."""
+    client, svc = api
+    async with httpx.AsyncClient(transport=client._transport, base_url="http://api") as anon:
+        up = await anon.get("/health")
+        assert up.status_code == 200 and up.json() == {"status": "ok"}
+        assert (await anon.get("/v1/status")).status_code == 401
+    status = (await client.get("/v1/status")).json()
+    assert status["status"] == "ok" and status["neo4j"]["edition"] and status["llm"] and status["version"]
+
+    down = settings.model_copy(
+        update={"neo4j_uri": "bolt://127.0.0.1:1", "auth_disabled": True, "neo4j_connect_timeout": 1.0}
+    )
+    driver = AsyncGraphDatabase.driver(down.neo4j_uri, connection_timeout=1.0, max_transaction_retry_time=0.5)
+    dead = AsyncMemoryService(
+        down, Neo4jNoteStore(driver, "neo4j", down.neo4j_uri), svc.embedder, ScriptedChatModel(amem_responder())
+    )
+    try:
+        async with client_for(create_app(down, dead)) as c:
+            r = await c.get("/health")
+            assert r.status_code == 503 and r.json() == {"status": "unavailable"}, r.text
+            detail = await c.get("/v1/status")  # auth disabled here: the operator's view
+            assert detail.status_code == 200 and detail.json()["status"] == "unavailable"
+            assert "NEO4J_URI" in detail.json()["detail"]
+    finally:
+        await dead.close()
+
+
+async def test_an_llm_error_echoing_the_key_reaches_neither_the_client_nor_the_log(
+    settings: Any, scope: Scope, embedder: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 16 item 10: an LLM endpoint whose 401/500 body echoes the Authorization header made
+    /v1/ask answer 502 with the whole key, and the key was logged at WARNING."""
+    from tests.reliability.support import FaultyOpenAI, Reply
+
+    key = "sk-proj-ECHOED-secret-key-5f2a9c71"
+    calls: list[int] = []
+
+    def script(body: dict[str, Any]) -> Reply:
+        auth = body["_headers"].get("authorization", "")
+        calls.append(1)
+        if len(calls) % 2:
+            return Reply(status=401, body={"error": {"message": f"Bad header Authorization: {auth}"}})
+        return Reply(status=500, body={"error": {"message": f"failed: {{'Authorization': '{auth}'}} key={key}"}})
+
+    caplog.set_level(logging.DEBUG, logger="graphmem")
+    caplog.set_level(logging.WARNING)
+    with FaultyOpenAI(script) as stub:
+        llm = settings.model_copy(
+            update={
+                "llm_provider": "compatible",
+                "llm_base_url": stub.base_url,
+                "llm_api_key": SecretStr(key),
+                "llm_max_retries": 0,
+                "auth_disabled": True,
+            }
+        )
+        svc = await AsyncMemoryService.create(llm, embedder=embedder)
+        try:
+            async with client_for(create_app(llm, svc), **{"X-User-Id": scope.user_id}) as client:
+                added = await client.post("/v1/notes", json={"content": "Stored raw when the LLM fails."})
+                asked = [await client.post("/v1/ask", json={"question": "anything?"}) for _ in range(2)]
+        finally:
+            await svc.close()
+    assert stub.requests and all(r["_headers"]["authorization"] == f"Bearer {key}" for r in stub.requests)
+    assert added.status_code == 201 and added.json()["note"]["enrichment"] == "pending"
+    assert [r.status_code for r in asked] == [502, 502] and all("llm_failed" in r.text for r in asked)
+    seen = added.text + "".join(r.text for r in asked) + caplog.text + "".join(str(r.args) for r in caplog.records)
+    for part in (key, key[-12:]):
+        assert part not in seen, part

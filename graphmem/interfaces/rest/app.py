@@ -12,7 +12,7 @@ from fastapi import FastAPI
 from graphmem._version import __version__
 from graphmem.config import Settings, load_settings
 from graphmem.interfaces.rest.auth import KeyRing
-from graphmem.interfaces.rest.body_limit import DEFAULT_MAX_BODY_BYTES, BodyLimit
+from graphmem.interfaces.rest.body_limit import BodyLimit
 from graphmem.interfaces.rest.errors import install_error_handlers
 from graphmem.interfaces.rest.routers import meta, notes, retrieval
 from graphmem.local import ChatModelStart, chat_model, start_chat_model
@@ -25,7 +25,7 @@ def create_app(
     settings: Settings | None = None,
     service: AsyncMemoryService | None = None,
     *,
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    max_body_bytes: int | None = None,
     chat_model_start: ChatModelStart = chat_model,
 ) -> FastAPI:
     """Build the API. With `service` given the app uses it and leaves closing it to the caller;
@@ -65,7 +65,8 @@ def create_app(
     )
     app.state.keys = keys
     app.state.service = service
-    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    app.state.liveness = meta.Liveness()
+    app.add_middleware(BodyLimit, max_bytes=max_body_bytes or settings.http_max_body_bytes)
     install_error_handlers(app)
     for router in (meta.router, notes.router, retrieval.router):
         app.include_router(router)

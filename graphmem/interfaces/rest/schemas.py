@@ -126,11 +126,15 @@ class HistoryResponse(BaseModel):
 
 
 class Health(BaseModel):
-    status: str
+    status: str = Field(description="ok, starting or unavailable")
+
+
+class Status(BaseModel):
+    status: str = Field(description="ok, starting or unavailable")
     version: str
     neo4j: dict[str, str] | None = None
     llm: str | None = Field(None, description="ready, starting (the local model), failed: ..., or on first use")
-    detail: str | None = None
+    detail: str | None = Field(None, description="why Neo4j cannot be reached (secrets redacted)")
 
 
 def note_out(note: Note) -> NoteOut:

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Query, Response
 from graphmem.errors import NoteNotFoundError
 from graphmem.interfaces.rest.deps import Auth, Given, Svc, resolve_scope
 from graphmem.interfaces.rest.errors import COMMON_ERRORS, error_responses
+from graphmem.interfaces.rest.responses import NOTE_EXCLUDE, json_list
 from graphmem.interfaces.rest.schemas import (
     AddResultOut,
     HistoryResponse,
@@ -62,14 +63,16 @@ async def list_notes(
     svc: Svc,
     limit: Annotated[int, Query(ge=1, le=LIMITS.page_max)] = 50,
     offset: Annotated[int, Query(ge=0, le=LIMITS.offset_max)] = 0,
-) -> NotePage:
+) -> Response:
     """The scope's notes, newest first."""
     scope = resolve_scope(who, given)
     notes = await svc.list(scope, limit=limit, offset=offset)
     total = await svc.count(scope)
     nxt = offset + len(notes)
-    return NotePage(
-        notes=[note_out(n) for n in notes],
+    return await json_list(
+        "notes",
+        notes,
+        exclude=NOTE_EXCLUDE,
         total=total,
         limit=limit,
         offset=offset,
@@ -111,10 +114,10 @@ async def note_links(
     svc: Svc,
     limit: Annotated[int, Query(ge=1, le=LIMITS.links_page_max)] = LIMITS.links_page_max,
     offset: Annotated[int, Query(ge=0, le=LIMITS.offset_max)] = 0,
-) -> LinksResponse:
+) -> Response:
     """A page of the note's typed links, both directions, oldest first."""
     links = await svc.links(note_id, resolve_scope(who, given), limit=limit, offset=offset)
-    return LinksResponse(links=links, limit=limit, offset=offset, next_offset=_next(offset, limit, len(links)))
+    return await json_list("links", links, limit=limit, offset=offset, next_offset=_next(offset, limit, len(links)))
 
 
 @router.post("/{note_id}/links", response_model=Link, status_code=201, responses=error_responses(404))
@@ -132,12 +135,11 @@ async def note_history(
     svc: Svc,
     limit: Annotated[int, Query(ge=1, le=LIMITS.history_page_max)] = LIMITS.history_page_max,
     offset: Annotated[int, Query(ge=0, le=LIMITS.offset_max)] = 0,
-) -> HistoryResponse:
+) -> Response:
     """A page of previous versions (evolution by later notes, updates), oldest first."""
     versions = await svc.history(note_id, resolve_scope(who, given), limit=limit, offset=offset)
-    return HistoryResponse(
-        versions=versions, limit=limit, offset=offset, next_offset=_next(offset, limit, len(versions))
-    )
+    nxt = _next(offset, limit, len(versions))
+    return await json_list("versions", versions, limit=limit, offset=offset, next_offset=nxt)
 
 
 def _next(offset: int, limit: int, got: int) -> int | None:
