@@ -99,6 +99,9 @@ class Settings(BaseSettings):
     links_per_hit: int = Field(3, ge=0, le=50)
     over_fetch_ratio: int = Field(4, ge=1, le=100)
     context_token_budget: int = Field(1000, ge=LIMITS.token_budget_min, le=LIMITS.token_budget_max)
+    max_concurrent_reads: int = Field(
+        2, ge=1, le=256, description="searches, pages and exports one service runs at once (more wait)"
+    )
 
     # --- REST / MCP ---
     api_keys: SecretStr | None = Field(

@@ -15,6 +15,7 @@ lifecycle and the public methods; each step lives in its own module.
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import hashlib
 import time
@@ -101,6 +102,10 @@ class AsyncMemoryService:
             else ItemService(items, self._embed, embedder.aembed_query, settings.max_content_chars)
         )
         self._stats = RetrievalStats(store)
+        # Big reads (search, pages, export) at once: each may map hundreds of notes of tens of KB on
+        # the event loop and hold them until they are sent; more in parallel only queue for the CPU
+        # and multiply the memory (issue 16: ten 8.5 MB searches held /health for seconds).
+        self._reads = asyncio.Semaphore(settings.max_concurrent_reads)
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -481,7 +486,8 @@ class AsyncMemoryService:
     async def list(self, scope: Scope, *, limit: int = 50, offset: int = 0) -> builtins.list[Note]:
         """A page of the scope's notes, newest first (``limit`` up to ``LIMITS.page_max``)."""
         _page(limit, offset, LIMITS.page_max)
-        return await self.store.list_notes(scope, limit=limit, offset=offset)
+        async with self._reads:
+            return await self.store.list_notes(scope, limit=limit, offset=offset)
 
     async def count(self, scope: Scope) -> int:
         return await self.store.count(scope)
@@ -496,7 +502,8 @@ class AsyncMemoryService:
         """A page of the note's typed links (both directions), oldest first."""
         _page(limit, offset, LIMITS.links_page_max)
         await self._require(note_id, scope)
-        return await self.store.links(note_id, scope, limit=limit, offset=offset)
+        async with self._reads:
+            return await self.store.links(note_id, scope, limit=limit, offset=offset)
 
     async def history(
         self, note_id: str, scope: Scope, *, limit: int = LIMITS.history_page_max, offset: int = 0
@@ -504,7 +511,8 @@ class AsyncMemoryService:
         """A page of the note's previous versions, oldest first."""
         _page(limit, offset, LIMITS.history_page_max)
         await self._require(note_id, scope)
-        return await self.store.history(note_id, scope, limit=limit, offset=offset)
+        async with self._reads:
+            return await self.store.history(note_id, scope, limit=limit, offset=offset)
 
     async def scopes(self, user_id: str | None = None) -> builtins.list[Scope]:
         if user_id is not None:
@@ -512,7 +520,8 @@ class AsyncMemoryService:
         return await self.store.scopes(user_id)
 
     async def export_notes(self, scope: Scope) -> builtins.list[dict[str, Any]]:
-        return await transfer.export_records(self.store, scope)
+        async with self._reads:
+            return await transfer.export_records(self.store, scope)
 
     async def health(self) -> dict[str, Any]:
         server = await self.store.verify()
@@ -548,17 +557,18 @@ class AsyncMemoryService:
             vec = await self.embedder.aembed_query(query)
             usage.embed_seconds += time.perf_counter() - started
         t0 = time.perf_counter()
-        hits = await retrieve.retrieve(
-            self.store,
-            query,
-            vec,
-            scope,
-            k=k,
-            mode=search_mode,
-            filters=filters,
-            over_fetch=self.settings.over_fetch_ratio,
-            per_hit=self.settings.links_per_hit,
-        )
+        async with self._reads:
+            hits = await retrieve.retrieve(
+                self.store,
+                query,
+                vec,
+                scope,
+                k=k,
+                mode=search_mode,
+                filters=filters,
+                over_fetch=self.settings.over_fetch_ratio,
+                per_hit=self.settings.links_per_hit,
+            )
         usage.store_seconds += time.perf_counter() - t0
         if hits:
             self._stats.record((h.note.id for h in hits), scope)
@@ -587,6 +597,7 @@ class AsyncMemoryService:
         hits = await self.search(question, scope, k=k, mode=mode, filters=filters, usage=usage)
         ctx = build_context([h.note for h in hits], budget)
         used = [hits[i] for i in ctx.used]
+        del hits  # only the notes in the context stay in memory while the LLM answers
         answer = await self.answer(question, ctx.text or "(no notes)", instructions=instructions, usage=usage)
         usage.total_seconds = time.perf_counter() - started
         return AskResult(question=question, answer=answer, notes=used, context_tokens=ctx.tokens, usage=usage)

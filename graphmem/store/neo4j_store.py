@@ -419,9 +419,9 @@ class Neo4jNoteStore:
         fetch_k = max(k * over_fetch, k + len(exclude_ids))
         while fetch_k <= _MAX_FETCH:
             rows = await self.run_auto("search/vector", fetch_k=fetch_k, **base)
-            hits = rows[0]["hits"]
+            fetched, hits = _hit_rows(rows, "cosine")
             # Enough hits, or the index has no more to give: done.
-            if len(hits) >= k or rows[0]["fetched"] < fetch_k:
+            if len(hits) >= k or fetched < fetch_k:
                 return await mapped(hits, _scored("cosine"))
             fetch_k *= 4
         rows = await self.run_auto("search/vector_exact", **base)
@@ -444,10 +444,10 @@ class Neo4jNoteStore:
         fetch_k = k * over_fetch
         while fetch_k <= _MAX_FETCH:
             rows = await self.run_auto("search/vector_links", fetch_k=fetch_k, per_hit=per_hit, **base)
-            hits = rows[0]["hits"]
-            if len(hits) >= k or rows[0]["fetched"] < fetch_k:  # the query expanded them: top-k is final
+            fetched, hits = _hit_rows(rows, "cosine")
+            if len(hits) >= k or fetched < fetch_k:  # the query expanded them: top-k is final
                 notes = await mapped(hits, _scored("cosine"))
-                return notes, await mapped(rows[0]["linked"], linked_note_from_record)
+                return notes, await mapped([x for h in hits for x in h["linked"]], linked_note_from_record)
             fetch_k *= 4
         rows = await self.run_auto("search/vector_exact", **base)
         notes = await mapped(rows, _scored("cosine"))
@@ -469,10 +469,10 @@ class Neo4jNoteStore:
             except ClientError as exc:  # a query Lucene still cannot parse: no full-text hits, not a crash
                 log.warning("full-text query rejected: %s", exc.code)
                 return []
-            hits = rows[0]["hits"]
+            fetched, hits = _hit_rows(rows, "score")
             # Enough hits, the index has no more matches, or so many other-scope matches that a
             # bigger fetch costs more than the hits are worth (vector search still covers the scope).
-            if len(hits) >= k or rows[0]["fetched"] < fetch_k or fetch_k >= _MAX_FETCH_TEXT:
+            if len(hits) >= k or fetched < fetch_k or fetch_k >= _MAX_FETCH_TEXT:
                 return await mapped(hits, _scored("score"))
             fetch_k *= 4
 
@@ -506,6 +506,13 @@ async def mapped(items: Sequence[X], convert: Callable[[X], T]) -> list[T]:
             await asyncio.sleep(0)
         out.append(convert(item))
     return out
+
+
+def _hit_rows(rows: Rows, score: str) -> tuple[int, Rows]:
+    """(rows the index gave, the hit rows best first) of a search query that returns one row per hit
+    (one row with a null note when none is kept)."""
+    hits = sorted((r for r in rows if r["note"] is not None), key=lambda r: -float(r[score]))
+    return (int(rows[0]["fetched"]) if rows else 0), hits
 
 
 def _scored(key: str) -> Callable[[dict[str, Any]], tuple[Note, float]]:

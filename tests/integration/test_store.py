@@ -243,18 +243,14 @@ async def test_every_note_query_projects_the_same_keys(
         ]
         projections["notes/list"] = [r["note"] for r in await run("notes/list", **scope.params(), skip=0, limit=10)]
         projections["notes/export"] = [r["note"] for r in await run("notes/export", **scope.params(), skip=0, limit=10)]
-        projections["search/vector"] = [
-            h["note"] for h in (await run("search/vector", fetch_k=50, **search))[0]["hits"]
-        ]
+        projections["search/vector"] = [h["note"] for h in await run("search/vector", fetch_k=50, **search)]
         projections["search/vector_exact"] = [r["note"] for r in await run("search/vector_exact", **search)]
         rows = await run("search/vector_links", fetch_k=50, per_hit=3, **{**search, "k": 1})  # one hit, one hop
-        projections["search/vector_links"] = [h["note"] for h in rows[0]["hits"]] + [
-            x["note"] for x in rows[0]["linked"]
-        ]
+        projections["search/vector_links"] = [h["note"] for h in rows] + [x["note"] for h in rows for x in h["linked"]]
         assert rows[0]["linked"], "the FOLLOWS link gives one hop to project"
         text = {k: v for k, v in search.items() if k not in ("embedding", "exclude_ids")}
         projections["search/fulltext"] = [
-            h["note"] for h in (await run("search/fulltext", lucene="violin", fetch_k=50, **text))[0]["hits"]
+            h["note"] for h in await run("search/fulltext", lucene="violin", fetch_k=50, **text)
         ]
         projections["search/expand_links"] = [
             r["note"]

@@ -123,7 +123,7 @@ def test_health_stays_quick_while_clients_pull_the_largest_answers(
         server = subprocess.Popen(
             [sys.executable, "-m", "tests.reliability.load_server", "--port", str(port)],
             cwd=ROOT,
-            env=server_env(settings, KEY, ROOT),
+            env=server_env(settings, KEY, ROOT) | {k: v for k, v in os.environ.items() if k.startswith("PYTHONMALLOC")},
             stdout=log,
             stderr=subprocess.STDOUT,
         )

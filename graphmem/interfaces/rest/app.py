@@ -14,6 +14,7 @@ from graphmem.config import Settings, load_settings
 from graphmem.interfaces.rest.auth import KeyRing
 from graphmem.interfaces.rest.body_limit import BodyLimit
 from graphmem.interfaces.rest.errors import install_error_handlers
+from graphmem.interfaces.rest.memory import ReleaseMemory
 from graphmem.interfaces.rest.routers import meta, notes, retrieval
 from graphmem.local import ChatModelStart, chat_model, start_chat_model
 from graphmem.service.memory import AsyncMemoryService
@@ -67,6 +68,7 @@ def create_app(
     app.state.service = service
     app.state.liveness = meta.Liveness()
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes or settings.http_max_body_bytes)
+    app.add_middleware(ReleaseMemory)
     install_error_handlers(app)
     for router in (meta.router, notes.router, retrieval.router):
         app.include_router(router)
