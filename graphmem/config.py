@@ -206,7 +206,9 @@ class Settings(BaseSettings):
     def neo4j_auth(self) -> tuple[str, str] | None:
         if self.neo4j_password is None:
             return None
-        return (self.neo4j_username, self.neo4j_password.get_secret_value())
+        password = self.neo4j_password.get_secret_value()
+        register_secret(password)  # also for settings made without validation (model_copy)
+        return (self.neo4j_username, password)
 
     @property
     def vector_dimensions(self) -> int:

@@ -20,6 +20,7 @@ from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
 from graphmem.config import ResolvedMethod, Settings
+from graphmem.redaction import register_secret
 
 LOCAL_HOST = "127.0.0.1"  # the local model listens on loopback only
 
@@ -80,6 +81,8 @@ def make_chat_model(settings: Settings, *, base_url: str | None = None, model: s
             **common,
         )
     key = settings.llm_api_key
+    if key is not None:
+        register_secret(key.get_secret_value())  # upstream errors may echo it (redaction.redact)
     if provider == "openai":
         return ChatOpenAI(
             base_url=base_url or settings.llm_base_url,  # None: api.openai.com
