@@ -32,6 +32,7 @@ class Limits:
     page_max: int = 100  # notes per page of a list
     links_page_max: int = 1000  # links per page of a note's links (a link is a few hundred bytes)
     history_page_max: int = 100  # versions per page of a note's history (a version holds the content)
+    items_page_max: int = 1000  # LangGraph store items, namespaces or scopes per page
     offset_max: int = 10_000_000  # any offset: Neo4j's SKIP overflows at 2**63 (issue 16)
     token_budget_min: int = 50  # the context `ask` builds, in tokens
     token_budget_max: int = 32_000
