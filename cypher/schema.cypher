@@ -1,6 +1,9 @@
 // Schema bootstrap: constraint first, then indexes. Idempotent (IF NOT EXISTS).
 // Params: $dimensions (int) - vector size of the configured embedder (384 for all-MiniLM-L6-v2).
-CREATE CONSTRAINT note_id_unique IF NOT EXISTS FOR (n:Note) REQUIRE n.id IS UNIQUE;
+// Note ids are unique per scope, not across scopes: another scope's ids can be neither refused nor
+// revealed (issue 16). Databases made before hold note_id_unique on n.id: schema/scoped_ids drops it.
+CREATE CONSTRAINT note_scope_id_unique IF NOT EXISTS
+FOR (n:Note) REQUIRE (n.id, n.user_id, n.agent_id, n.run_id) IS UNIQUE;
 CREATE CONSTRAINT note_version_uid_unique IF NOT EXISTS FOR (v:NoteVersion) REQUIRE v.uid IS UNIQUE;
 CREATE VECTOR INDEX note_embedding IF NOT EXISTS FOR (n:Note) ON n.embedding
 OPTIONS {indexConfig: {`vector.dimensions`: toInteger($dimensions), `vector.similarity_function`: 'cosine',

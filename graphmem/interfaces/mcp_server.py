@@ -24,10 +24,13 @@ from graphmem._version import __version__
 from graphmem.config import Settings, load_settings
 from graphmem.errors import ConfigError, GraphmemError
 from graphmem.local import ChatModelStart, chat_model, start_chat_model
-from graphmem.models import NoteInput, Scope, SearchHit, SearchMode
+from graphmem.models import LIMITS, NoteInput, Scope, SearchHit, SearchMode
+from graphmem.redaction import install_log_redaction, redact
 from graphmem.service.memory import AsyncMemoryService
 
 log = logging.getLogger(__name__)
+
+_GET_LINKS = 50  # links `get` shows (a hub note may have thousands; an agent needs the first few)
 
 INSTRUCTIONS = (
     "graphmem is a long-term memory of atomic notes linked by typed relationships. "
@@ -118,7 +121,7 @@ def create_mcp_server(
         try:
             return await work(slot.get())
         except (GraphmemError, ValueError) as exc:  # ValueError: e.g. a malformed note id
-            raise ToolError(str(exc)) from exc
+            raise ToolError(redact(str(exc))) from None
 
     @server.tool(
         description="Remember something: stores it as a note, enriched with keywords, context and tags, "
@@ -174,7 +177,7 @@ def create_mcp_server(
     )
     async def search(
         query: Annotated[str, Field(description="what to look for")],
-        k: Annotated[int, Field(ge=1, le=100, description="number of primary hits")] = 5,
+        k: Annotated[int, Field(ge=1, le=LIMITS.k_max, description="number of primary hits")] = 5,
         mode: Annotated[
             SearchMode | None,
             Field(description="vector, links (vector + linked notes) or hybrid (+ full-text)"),
@@ -193,7 +196,7 @@ def create_mcp_server(
     )
     async def ask(
         question: Annotated[str, Field(description="the question")],
-        k: Annotated[int | None, Field(ge=1, le=100, description="notes to retrieve")] = None,
+        k: Annotated[int | None, Field(ge=1, le=LIMITS.k_max, description="notes to retrieve")] = None,
     ) -> dict[str, Any]:
         async def work(svc: AsyncMemoryService) -> dict[str, Any]:
             result = await svc.ask(question, scope, k=k)
@@ -213,13 +216,14 @@ def create_mcp_server(
     async def get(note_id: Annotated[str, Field(description="the note id")]) -> dict[str, Any]:
         async def work(svc: AsyncMemoryService) -> dict[str, Any]:
             note = await svc.get(note_id, scope)
-            links = await svc.links(note_id, scope)
+            links = await svc.links(note_id, scope, limit=_GET_LINKS + 1)
             return {
                 "note": {**note.brief(), "version": note.version},
                 "links": [
                     {"source_id": x.source_id, "target_id": x.target_id, "type": x.type.value, "reason": x.reason}
-                    for x in links
+                    for x in links[:_GET_LINKS]
                 ],
+                "more_links": len(links) > _GET_LINKS,
             }
 
         out: dict[str, Any] = await call(work)
@@ -245,7 +249,7 @@ def create_mcp_server(
     async def history(
         note_id: Annotated[str, Field(description="the note id")],
         limit: Annotated[int, Field(ge=1, le=100, description="steps per page")] = 20,
-        offset: Annotated[int, Field(ge=0, description="steps to skip, oldest first")] = 0,
+        offset: Annotated[int, Field(ge=0, le=LIMITS.offset_max, description="steps to skip, oldest first")] = 0,
     ) -> dict[str, Any]:
         async def work(svc: AsyncMemoryService) -> dict[str, Any]:
             diffs = await svc.history_diff(note_id, scope, limit=limit, offset=offset)
@@ -306,4 +310,6 @@ def run_stdio(settings: Settings | None = None) -> None:
     """Serve over stdin/stdout until the client closes the connection."""
     settings = settings or load_settings()
     mcp_scope(settings)  # fail before the transport starts, with a message naming the setting
-    create_mcp_server(settings).run("stdio")
+    server = create_mcp_server(settings)
+    install_log_redaction()
+    server.run("stdio")

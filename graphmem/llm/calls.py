@@ -36,6 +36,7 @@ from graphmem.errors import LLMError
 from graphmem.llm.outputs import strip_unsafe
 from graphmem.llm.prompts import repair_message
 from graphmem.models import Usage
+from graphmem.redaction import redact
 
 log = logging.getLogger(__name__)
 
@@ -208,12 +209,14 @@ class LLMCaller:
                         usage.llm_calls += 1
                         usage.llm_seconds += time.perf_counter() - started
         except Exception as exc:
+            # Upstream error text may echo the request's Authorization header or the key (issue 16):
+            # the message is redacted here, once, before any log or client sees it.
             if is_transient(exc):
                 hint = f" ({self.unavailable_hint})" if self.unavailable_hint else ""
                 raise LLMError(
-                    f"LLM unavailable after {self.max_retries + 1} attempts: {type(exc).__name__}: {exc}{hint}"
-                ) from exc
-            raise LLMError(f"LLM call failed: {type(exc).__name__}: {exc}") from exc
+                    redact(f"LLM unavailable after {self.max_retries + 1} attempts: {type(exc).__name__}: {exc}{hint}")
+                ) from None
+            raise LLMError(redact(f"LLM call failed: {type(exc).__name__}: {exc}")) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def structured(

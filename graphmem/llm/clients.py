@@ -21,6 +21,7 @@ from pydantic import SecretStr
 
 from graphmem.config import ResolvedMethod, Settings
 from graphmem.llm.progress import local_async_client
+from graphmem.redaction import register_secret
 
 LOCAL_HOST = "127.0.0.1"  # the local model listens on loopback only
 # In a local chat model's metadata: which server it talks to (llama-server or llama-cpp-python),
@@ -111,6 +112,8 @@ def make_chat_model(
             **common,
         )
     key = settings.llm_api_key
+    if key is not None:
+        register_secret(key.get_secret_value())  # upstream errors may echo it (redaction.redact)
     if provider == "openai":
         return ChatOpenAI(
             base_url=base_url or settings.llm_base_url,  # None: api.openai.com

@@ -343,11 +343,21 @@ class LocalNeo4j:
         if marker.exists():
             return
         self._report("Setting the initial password of the neo4j user")
-        cmd = [
-            java, "-cp", f"{self.dist.lib}/*", "org.neo4j.cli.AdminTool",
-            "dbms", "set-initial-password", password, "--require-password-change=false",
-        ]  # fmt: skip
-        out = subprocess.run(cmd, capture_output=True, text=True, env=self._admin_env(), check=False)
+        # Never on the command line, where any local user reads it (ps, /proc/*/cmdline; issue 16):
+        # the admin tool (picocli) reads its arguments from an @-file, readable by us only and removed
+        # right after. In a quoted argument picocli unescapes backslashes and quotes.
+        quoted = '"' + password.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        args_file = self.dir / "run" / f".admin-{os.getpid()}.args"
+        args_file.parent.mkdir(parents=True, exist_ok=True)
+        args_file.unlink(missing_ok=True)
+        fd = os.open(args_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(f"dbms\nset-initial-password\n{quoted}\n--require-password-change=false\n")
+            cmd = [java, "-cp", f"{self.dist.lib}/*", "org.neo4j.cli.AdminTool", f"@{args_file}"]
+            out = subprocess.run(cmd, capture_output=True, text=True, env=self._admin_env(), check=False)
+        finally:
+            args_file.unlink(missing_ok=True)
         if out.returncode != 0:
             text = (out.stdout + out.stderr).replace(password, "***").strip()
             raise LocalServiceError(f"neo4j-admin dbms set-initial-password failed: {text[-1500:]}")

@@ -15,7 +15,9 @@ lifecycle and the public methods; each step lives in its own module.
 
 from __future__ import annotations
 
+import asyncio
 import builtins
+import hashlib
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
@@ -25,10 +27,11 @@ from langchain_core.embeddings import Embeddings
 from pydantic import ValidationError
 
 from graphmem.config import Settings, load_settings
-from graphmem.errors import ConflictError, InvalidInputError, NoteNotFoundError
+from graphmem.errors import InvalidInputError, NoteNotFoundError
 from graphmem.llm.calls import LLMCaller
 from graphmem.llm.prompts import answer_messages
 from graphmem.models import (
+    LIMITS,
     MANUAL_CAUSE,
     AddResult,
     AddWrite,
@@ -52,7 +55,9 @@ from graphmem.models import (
     UndoResult,
     Usage,
     VersionDiff,
+    check_bound,
     check_id,
+    new_note_id,
     utcnow,
     validate_content,
 )
@@ -103,6 +108,10 @@ class AsyncMemoryService:
             else ItemService(items, self._embed, embedder.aembed_query, settings.max_content_chars)
         )
         self._stats = RetrievalStats(store)
+        # Big reads (search, pages, export) at once: each may map hundreds of notes of tens of KB on
+        # the event loop and hold them until they are sent; more in parallel only queue for the CPU
+        # and multiply the memory (issue 16: ten 8.5 MB searches held /health for seconds).
+        self._reads = asyncio.Semaphore(settings.max_concurrent_reads)
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -215,6 +224,7 @@ class AsyncMemoryService:
         if follows is not None:
             await self._require(follows, scope)  # a missing or other-scope id is the caller's error
         # Idempotent add: the same id (or, on request, the same content) never makes a second note.
+        # Ids are unique per scope: another scope's note with this id is neither seen nor refused.
         existing_id = note_id
         if existing_id is None and dedupe_content:
             existing_id = await self.store.find_by_content(note.content, scope)
@@ -222,8 +232,10 @@ class AsyncMemoryService:
             existing = await self.store.get(existing_id, scope)
             if existing is not None:
                 return AddResult(note=existing, created=False)
-            if note_id is not None and await self.store.scope_of(note_id) is not None:
-                raise ConflictError(f"note id {note_id!r} is already in use")
+        if note_id is None and dedupe_content:
+            # Two adds of one content may both pass the check above before either writes: both take
+            # the id derived from the content, so the store's MERGE (unique per scope) makes one note.
+            note.id = await self._content_id(note.content, scope)
 
         do_enrich = self.settings.enable_enrichment if enrich is None else enrich
         built = await self._construct(note, do_enrich)
@@ -233,6 +245,17 @@ class AsyncMemoryService:
         result = await self.write_note(built, plan, follows=follows)
         result.usage.total_seconds = time.perf_counter() - started
         return result
+
+    async def _content_id(self, content: str, scope: Scope) -> str:
+        """The id a dedupe_content add takes: derived from the content, so concurrent adds agree. An
+        earlier note with this id whose content was changed since (update) moves it to the next one."""
+        base = "c-" + hashlib.sha256(content.encode("utf-8")).hexdigest()[:40]
+        for n in range(1, 100):
+            candidate = base if n == 1 else f"{base}-{n}"
+            taken = await self.store.get(candidate, scope)
+            if taken is None or taken.content == content:
+                return candidate
+        return new_note_id()  # 99 rewrites of one content: give up on agreeing, never on storing
 
     def _new_note(
         self,
@@ -422,6 +445,7 @@ class AsyncMemoryService:
         any item is invalid. ``usage`` (optional) collects the seconds spent embedding and writing;
         the two overlap, so they add up to more than the wall time.
         """
+        check_bound(batch_size, 1, LIMITS.batch_max, "batch_size")
         return await bulk.add_many(
             self.store, self._embed, self.settings, items, scope, batch_size=batch_size, progress=progress, usage=usage
         )
@@ -498,6 +522,7 @@ class AsyncMemoryService:
 
     async def repair(self, scope: Scope, *, limit: int = 100) -> int:
         """Re-run note construction (and linking) for notes stored raw after an LLM failure."""
+        check_bound(limit, 1, LIMITS.repair_max, "repair limit")
         repaired = 0
         for note_id in await self.store.pending(scope, limit):
             note = await self.store.get(note_id, scope)
@@ -605,9 +630,10 @@ class AsyncMemoryService:
         return await self._require(note_id, scope)
 
     async def list(self, scope: Scope, *, limit: int = 50, offset: int = 0) -> builtins.list[Note]:
-        if not 1 <= limit <= 1000 or offset < 0:
-            raise InvalidInputError("limit must be 1..1000 and offset >= 0")
-        return await self.store.list_notes(scope, limit=limit, offset=offset)
+        """A page of the scope's notes, newest first (``limit`` up to ``LIMITS.page_max``)."""
+        _page(limit, offset, LIMITS.page_max)
+        async with self._reads:
+            return await self.store.list_notes(scope, limit=limit, offset=offset)
 
     async def count(self, scope: Scope) -> int:
         return await self.store.count(scope)
@@ -616,20 +642,26 @@ class AsyncMemoryService:
         """Ids of the scope's notes with these source ids (source id -> note id): resumable ingest."""
         return await self.store.find_by_source(list(source_ids), scope)
 
-    async def links(self, note_id: str, scope: Scope) -> builtins.list[Link]:
+    async def links(
+        self, note_id: str, scope: Scope, *, limit: int = LIMITS.links_page_max, offset: int = 0
+    ) -> builtins.list[Link]:
+        """A page of the note's typed links (both directions), oldest first."""
+        _page(limit, offset, LIMITS.links_page_max)
         await self._require(note_id, scope)
-        return await self.store.links(note_id, scope)
+        async with self._reads:
+            return await self.store.links(note_id, scope, limit=limit, offset=offset)
 
     async def history(
-        self, note_id: str, scope: Scope, *, limit: int = 100, offset: int = 0
+        self, note_id: str, scope: Scope, *, limit: int = LIMITS.history_page_max, offset: int = 0
     ) -> builtins.list[NoteVersion]:
         """A page of the note's earlier versions, oldest first (the note itself is the newest)."""
-        versions.check_page(limit, offset)
+        _page(limit, offset, LIMITS.history_page_max)
         await self._require(note_id, scope)
-        return await self.store.history(note_id, scope, limit=limit, offset=offset)
+        async with self._reads:
+            return await self.store.history(note_id, scope, limit=limit, offset=offset)
 
     async def history_diff(
-        self, note_id: str, scope: Scope, *, limit: int = 100, offset: int = 0
+        self, note_id: str, scope: Scope, *, limit: int = LIMITS.history_page_max, offset: int = 0
     ) -> builtins.list[VersionDiff]:
         """What changed from each version to the next, oldest first, paged by step: a word diff of
         content and context, tags and keywords added and removed, and the cause of each step."""
@@ -641,7 +673,8 @@ class AsyncMemoryService:
         return await self.store.scopes(user_id)
 
     async def export_notes(self, scope: Scope) -> builtins.list[dict[str, Any]]:
-        return await transfer.export_records(self.store, scope)
+        async with self._reads:
+            return await transfer.export_records(self.store, scope)
 
     async def health(self) -> dict[str, Any]:
         server = await self.store.verify()
@@ -664,9 +697,7 @@ class AsyncMemoryService:
         links), "hybrid" (vector fused with full-text by reciprocal rank, + links; the default).
         ``query_embedding`` skips embedding the query (benchmarks); ``usage`` collects the time.
         """
-        k = self.settings.search_k if k is None else k
-        if not isinstance(k, int) or not 1 <= k <= 1000:
-            raise InvalidInputError("k must be between 1 and 1000")
+        k = check_bound(self.settings.search_k if k is None else k, 1, LIMITS.k_max, "k")
         search_mode = SearchMode.parse(mode or self.settings.search_mode)
         query = validate_content(query, self.settings.max_content_chars, what="query")
         if filters is not None and not isinstance(filters, SearchFilters):
@@ -679,17 +710,18 @@ class AsyncMemoryService:
             vec = await self.embedder.aembed_query(query)
             usage.embed_seconds += time.perf_counter() - started
         t0 = time.perf_counter()
-        hits = await retrieve.retrieve(
-            self.store,
-            query,
-            vec,
-            scope,
-            k=k,
-            mode=search_mode,
-            filters=filters,
-            over_fetch=self.settings.over_fetch_ratio,
-            per_hit=self.settings.links_per_hit,
-        )
+        async with self._reads:
+            hits = await retrieve.retrieve(
+                self.store,
+                query,
+                vec,
+                scope,
+                k=k,
+                mode=search_mode,
+                filters=filters,
+                over_fetch=self.settings.over_fetch_ratio,
+                per_hit=self.settings.links_per_hit,
+            )
         usage.store_seconds += time.perf_counter() - t0
         if hits:
             self._stats.record((h.note.id for h in hits), scope)
@@ -713,9 +745,12 @@ class AsyncMemoryService:
         """
         started = time.perf_counter()
         usage = Usage()
+        budget = self.settings.context_token_budget if token_budget is None else token_budget
+        check_bound(budget, LIMITS.token_budget_min, LIMITS.token_budget_max, "token budget")
         hits = await self.search(question, scope, k=k, mode=mode, filters=filters, usage=usage)
-        ctx = build_context([h.note for h in hits], token_budget or self.settings.context_token_budget)
+        ctx = build_context([h.note for h in hits], budget)
         used = [hits[i] for i in ctx.used]
+        del hits  # only the notes in the context stay in memory while the LLM answers
         answer = await self.answer(question, ctx.text or "(no notes)", instructions=instructions, usage=usage)
         usage.total_seconds = time.perf_counter() - started
         return AskResult(question=question, answer=answer, notes=used, context_tokens=ctx.tokens, usage=usage)
@@ -728,3 +763,8 @@ class AsyncMemoryService:
         llm = await self.llm_caller()
         text = await llm.text(answer_messages(question, context, instructions), usage or Usage())
         return text.strip()
+
+
+def _page(limit: int, offset: int, most: int) -> None:
+    check_bound(limit, 1, most, "limit")
+    check_bound(offset, 0, LIMITS.offset_max, "offset")

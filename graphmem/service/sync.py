@@ -18,6 +18,7 @@ from langchain_core.embeddings import Embeddings
 
 from graphmem.config import Settings
 from graphmem.models import (
+    LIMITS,
     AddResult,
     AskResult,
     ConstructedNote,
@@ -252,14 +253,18 @@ class MemoryService:
     def find_by_source(self, source_ids: Sequence[str], scope: Scope) -> dict[str, str]:
         return self._loop.run(self.aio.find_by_source(source_ids, scope))
 
-    def links(self, note_id: str, scope: Scope) -> builtins.list[Link]:
-        return self._loop.run(self.aio.links(note_id, scope))
+    def links(
+        self, note_id: str, scope: Scope, *, limit: int = LIMITS.links_page_max, offset: int = 0
+    ) -> builtins.list[Link]:
+        return self._loop.run(self.aio.links(note_id, scope, limit=limit, offset=offset))
 
-    def history(self, note_id: str, scope: Scope, *, limit: int = 100, offset: int = 0) -> builtins.list[NoteVersion]:
+    def history(
+        self, note_id: str, scope: Scope, *, limit: int = LIMITS.history_page_max, offset: int = 0
+    ) -> builtins.list[NoteVersion]:
         return self._loop.run(self.aio.history(note_id, scope, limit=limit, offset=offset))
 
     def history_diff(
-        self, note_id: str, scope: Scope, *, limit: int = 100, offset: int = 0
+        self, note_id: str, scope: Scope, *, limit: int = LIMITS.history_page_max, offset: int = 0
     ) -> builtins.list[VersionDiff]:
         return self._loop.run(self.aio.history_diff(note_id, scope, limit=limit, offset=offset))
 

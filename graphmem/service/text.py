@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 
 from graphmem.errors import InvalidInputError
-from graphmem.models import Note, validate_content, validate_label
+from graphmem.models import LIMITS, Note, validate_content, validate_label
 
-_MAX_META_KEYS = 32
-_MAX_META_VALUE = 1000
+_MAX_META_KEYS = LIMITS.metadata_keys
+_MAX_META_VALUE = LIMITS.metadata_value_chars
 _EVENT_FORMATS = (
     "%I:%M %p on %d %B, %Y",  # LoCoMo session dates: "1:56 pm on 8 May, 2023"
     "%I:%M %p on %d %b, %Y",

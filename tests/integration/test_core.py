@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage
 
-from graphmem.errors import ConflictError, InvalidInputError, NoteNotFoundError
+from graphmem.errors import InvalidInputError, NoteNotFoundError
 from graphmem.models import FOLLOWS_REASON, EnrichmentStatus, LinkType, Scope, SearchFilters, SearchHit
 from graphmem.service.text import embed_text
 from tests.fakes import EVOLVED_SUFFIX, amem_responder, noted, shown_ids, step_of, text_reply, tool_reply
@@ -187,10 +187,30 @@ async def test_idempotent_add_by_id_and_by_content(make_service: Any, scope: Sco
     same = await svc.add("Nate won a video game tournament.", scope, dedupe_content=True)
     assert not same.created and same.note.id == "turn-1"
     assert await svc.count(scope) == 1
+    # A dedupe add takes an id derived from the content (concurrent ones agree); once that note's
+    # content changed, the same content again takes the next id.
+    first_d = await svc.add("Nate plays chess.", scope, dedupe_content=True, enrich=False)
+    assert first_d.created and first_d.note.id.startswith("c-")
+    await svc.update(first_d.note.id, scope, "Nate plays chess on Sundays.")  # re-enriched, no evolution
+    second_d = await svc.add("Nate plays chess.", scope, dedupe_content=True, enrich=False)
+    assert second_d.created and second_d.note.id == first_d.note.id + "-2"
+    assert not (await svc.add("Nate plays chess.", scope, dedupe_content=True, enrich=False)).created
+    for nid in (first_d.note.id, second_d.note.id):
+        await svc.delete(nid, scope)
+    # Ids are unique per scope (issue 16): another scope's id is neither refused nor revealed.
     other = Scope(user_id=scope.user_id, agent_id="other-agent")
-    with pytest.raises(ConflictError):
-        await svc.add("Someone else's note.", other, note_id="turn-1")
-    assert graph.q("MATCH (n:Note {id: 'turn-1'}) RETURN count(n) AS c")[0]["c"] == 1
+    try:
+        theirs = await svc.add("Someone else's note.", other, note_id="turn-1")
+        assert theirs.created and theirs.note.scope == other
+        assert (await svc.get("turn-1", scope)).content == "Nate won a video game tournament."
+        assert (await svc.get("turn-1", other)).content == "Someone else's note."
+        assert (
+            graph.q("MATCH (n:Note {id: 'turn-1'}) WHERE n.user_id = $u RETURN count(n) AS c", u=scope.user_id)[0]["c"]
+            == 2
+        )
+        assert await svc.delete("turn-1", other) and (await svc.get("turn-1", scope)).version == 1
+    finally:
+        await svc.delete("turn-1", other)
 
 
 @pytest.mark.parametrize(
@@ -399,12 +419,11 @@ async def test_export_import_round_trip(make_service: Any, scope: Scope, graph: 
     assert len(exported) == 2 and sum(len(r["links"]) for r in exported) == 1
     target = Scope(user_id=scope.user_id, agent_id="copy")
     try:
-        # ids are global: import into another scope after deleting the originals.
-        for rec in exported:
-            await svc.delete(rec["id"], scope)
+        # ids are unique per scope: the copy keeps them beside the originals (issue 16)
         assert await svc.import_notes(exported, target) == 2
         again = await svc.export_notes(target)
         assert again == exported
+        assert await svc.export_notes(scope) == exported
     finally:
         graph.q("MATCH (n) WHERE n.user_id = $u AND n.agent_id = 'copy' DETACH DELETE n", u=scope.user_id)
 
@@ -430,3 +449,92 @@ async def test_an_add_is_three_separately_callable_steps(make_service: Any, scop
     assert (await svc.get(first.note.id, scope)).version == 2
     again = await svc.write_note(built, plan)  # idempotent by id: nothing written twice
     assert not again.created and len(await svc.links(first.note.id, scope)) == 2
+
+
+class _RacedStore:
+    """A note store (the port) whose first idempotency check finds nothing and, before answering,
+    lets another caller's add of the same note complete: the race of issue 16 item 5, made certain."""
+
+    def __init__(self, inner: Any, racer: Any) -> None:
+        self._inner, self._racer, self.raced = inner, racer, False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def _race(self, found: Any) -> Any:
+        if found is None and not self.raced:
+            self.raced = True
+            await self._racer()
+        return found
+
+    async def get(self, note_id: str, scope: Scope, **kw: Any) -> Any:
+        return await self._race(await self._inner.get(note_id, scope, **kw))
+
+    async def find_by_content(self, content: str, scope: Scope) -> Any:
+        return await self._race(await self._inner.find_by_content(content, scope))
+
+
+async def test_an_add_racing_another_add_of_its_id_or_content_is_idempotent(make_service: Any, scope: Scope) -> None:
+    """Issue 16 item 5: the caller whose check ran before another's write got ConflictError ("already
+    in use") for its own id, and a dedupe_content add made a second note."""
+    from graphmem.service.memory import AsyncMemoryService
+
+    other, _ = await make_service(enable_enrichment=False)
+    for kwargs in ({"note_id": "raced-1"}, {"dedupe_content": True}):
+        text = f"Raced note {sorted(kwargs)}."
+
+        async def racer(kw: dict[str, Any] = kwargs, t: str = text) -> None:
+            assert (await other.add(t, scope, **kw)).created
+
+        raced = _RacedStore(other.store, racer)
+        svc = AsyncMemoryService(other.settings, raced, other.embedder, chat_model=None)
+        result = await svc.add(text, scope, enrich=False, **kwargs)
+        assert raced.raced and not result.created and result.note.content == text
+    assert await other.count(scope) == 2
+
+
+async def test_a_scope_stored_through_the_newline_hole_does_not_break_scopes(
+    make_service: Any, scope: Scope, graph: Any
+) -> None:
+    """Before issue 16 item 2, "zz\\n" was accepted as a scope part; such notes may be in a database.
+    They cannot be named any more; listing scopes skips them instead of failing for every user."""
+    svc, _ = await make_service()
+    await svc.add("A valid note.", scope, enrich=False)
+    bad = scope.user_id + "\n"
+    graph.q("CREATE (:Note {id: 'old-1', user_id: $u, agent_id: 'default', run_id: 'default', content: 'x'})", u=bad)
+    try:
+        assert await svc.scopes(scope.user_id) == [scope]
+        assert scope in await svc.scopes()
+    finally:
+        graph.q("MATCH (n:Note {user_id: $u}) DETACH DELETE n", u=bad)
+
+
+async def test_every_number_is_bounded_at_the_python_api(make_service: Any, scope: Scope) -> None:
+    """Issue 16 item 6, for the Python API (the same bounds as REST, MCP and the CLI: models.LIMITS)."""
+    from graphmem.models import LIMITS, NoteInput
+
+    svc, _ = await make_service()
+    nid = (await svc.add("A bounded note.", scope, enrich=False)).note.id
+    calls = [
+        lambda: svc.list(scope, offset=2**63),
+        lambda: svc.list(scope, offset=2**63 - 1),
+        lambda: svc.list(scope, limit=LIMITS.page_max + 1),
+        lambda: svc.links(nid, scope, offset=2**63),
+        lambda: svc.links(nid, scope, limit=LIMITS.links_page_max + 1),
+        lambda: svc.history(nid, scope, limit=0),
+        lambda: svc.history(nid, scope, offset=-1),
+        lambda: svc.repair(scope, limit=2**63),
+        lambda: svc.search("x", scope, k=LIMITS.k_max + 1),
+        lambda: svc.search("x", scope, k=True),
+        lambda: svc.ask("x", scope, token_budget=LIMITS.token_budget_max + 1),
+        lambda: svc.add_many([NoteInput(content="x")], scope, batch_size=0),
+        lambda: svc.add_many([NoteInput(content="x")], scope, batch_size=2**63),
+        lambda: svc.items.search(scope, ("ns",), offset=2**63),  # the LangGraph store's items
+        lambda: svc.items.search(scope, ("ns",), limit=LIMITS.items_page_max + 1),
+        lambda: svc.items.namespaces(scope, offset=2**63 - 1),
+        lambda: svc.items.scopes(limit=2**64),
+    ]
+    for i, call in enumerate(calls):
+        with pytest.raises(InvalidInputError):
+            await call()
+        assert await svc.count(scope) == 1, i

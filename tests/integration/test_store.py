@@ -88,7 +88,12 @@ async def test_an_add_writes_no_link_or_evolution_into_another_scope(
     )
     assert outcome.created and [x.target_id for x in outcome.links] == [ids["a1"]] and outcome.versions == {}
     b1 = await store.get(ids["b1"], other)
-    assert b1 is not None and b1.context == "" and b1.version == 1 and await store.history(ids["b1"], other) == []
+    assert (
+        b1 is not None
+        and b1.context == ""
+        and b1.version == 1
+        and await store.history(ids["b1"], other, limit=10) == []
+    )
     assert relationships(graph, note.id, ids["b1"]) == 0
 
 
@@ -103,8 +108,8 @@ async def test_reads_and_changes_need_the_notes_own_scope(two_scopes: Any, scope
     b1 = ids["b1"]
     assert (
         await store.get(b1, scope) is None
-        and await store.links(b1, scope) == []
-        and await store.history(b1, scope) == []
+        and await store.links(b1, scope, limit=10) == []
+        and await store.history(b1, scope, limit=10) == []
     )
     vec = await embedder.aembed_query("x")
     assert (
@@ -146,6 +151,47 @@ async def test_import_does_not_link_into_another_scope(
     exported = {r["id"]: r for r in await svc.export_notes(scope)}
     assert [x["target_id"] for x in exported[record["id"]]["links"]] == [ids["a2"]]
     assert relationships(graph, record["id"], ids["b1"]) == 0
+
+
+async def test_one_id_in_two_scopes_is_two_notes_and_every_write_stays_in_its_scope(
+    two_scopes: Any, scope: Scope, graph: Any, embedder: Embeddings
+) -> None:
+    """Ids are unique per scope (issue 16): the same id in another scope is another note, and a link,
+    an evolution, a revision, a touch or a delete through one scope never reaches the other's note."""
+    store, ids, other = two_scopes
+    vec = await embedder.aembed_query("Ana's bow.")
+    twin = f"{scope.user_id}-twin"
+    mine = await store.add(AddWrite(note=Note(id=twin, content="Ana's bow is new.", scope=scope), embedding=vec))
+    theirs = await store.add(AddWrite(note=Note(id=twin, content="Bo's bow is old.", scope=other), embedding=vec))
+    assert mine.created and theirs.created
+    again = await store.add(AddWrite(note=Note(id=twin, content="ignored", scope=other), embedding=vec))
+    assert not again.created  # idempotent inside its scope
+    out = await store.create_links(
+        ids["a1"], scope, [Link(source_id=ids["a1"], target_id=twin, type=LinkType.SUPPORTS)], caused_by=ids["a1"]
+    )
+    assert [x.target_id for x in out] == [twin]
+    await store.add(
+        AddWrite(
+            note=Note(id=f"{scope.user_id}-a4", content="Ana tunes her bow.", scope=scope),
+            embedding=vec,
+            updates=[NeighbourUpdate(note_id=twin, context="evolved", tags=["t"], keywords=["k"], embedding=vec)],
+        )
+    )
+    await store.touch({twin: 3}, scope)
+    a_twin, b_twin = await store.get(twin, scope), await store.get(twin, other)
+    assert a_twin is not None and b_twin is not None
+    assert (a_twin.content, a_twin.context, a_twin.version, a_twin.retrieval_count) == (
+        "Ana's bow is new.",
+        "evolved",
+        2,
+        3,
+    )
+    assert (b_twin.content, b_twin.context, b_twin.version, b_twin.retrieval_count) == ("Bo's bow is old.", "", 1, 0)
+    assert await store.links(twin, other, limit=10) == [] and await store.history(twin, other, limit=10) == []
+    rows = graph.q("MATCH (a:Note {id: $a})-[r]->(t:Note {id: $t}) RETURN t.agent_id AS agent", a=ids["a1"], t=twin)
+    assert rows == [{"agent": scope.agent_id}]
+    assert await store.delete(twin, scope) and await store.get(twin, other) is not None
+    assert await store.add_many([Note(id=twin, content="Ana's bow, again.", scope=scope)], [vec], "full") == [twin]
 
 
 # --- one note projection -------------------------------------------------------------------------
@@ -197,18 +243,14 @@ async def test_every_note_query_projects_the_same_keys(
         ]
         projections["notes/list"] = [r["note"] for r in await run("notes/list", **scope.params(), skip=0, limit=10)]
         projections["notes/export"] = [r["note"] for r in await run("notes/export", **scope.params(), skip=0, limit=10)]
-        projections["search/vector"] = [
-            h["note"] for h in (await run("search/vector", fetch_k=50, **search))[0]["hits"]
-        ]
+        projections["search/vector"] = [h["note"] for h in await run("search/vector", fetch_k=50, **search)]
         projections["search/vector_exact"] = [r["note"] for r in await run("search/vector_exact", **search)]
         rows = await run("search/vector_links", fetch_k=50, per_hit=3, **{**search, "k": 1})  # one hit, one hop
-        projections["search/vector_links"] = [h["note"] for h in rows[0]["hits"]] + [
-            x["note"] for x in rows[0]["linked"]
-        ]
+        projections["search/vector_links"] = [h["note"] for h in rows] + [x["note"] for h in rows for x in h["linked"]]
         assert rows[0]["linked"], "the FOLLOWS link gives one hop to project"
         text = {k: v for k, v in search.items() if k not in ("embedding", "exclude_ids")}
         projections["search/fulltext"] = [
-            h["note"] for h in (await run("search/fulltext", lucene="violin", fetch_k=50, **text))[0]["hits"]
+            h["note"] for h in await run("search/fulltext", lucene="violin", fetch_k=50, **text)
         ]
         projections["search/expand_links"] = [
             r["note"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 
 import pytest
@@ -9,7 +10,7 @@ from pydantic import ValidationError
 
 from graphmem import queries
 from graphmem.errors import InvalidInputError
-from graphmem.models import LinkType, Note, Scope, SearchFilters, SearchMode
+from graphmem.models import ID_PATTERN, LinkType, Note, Scope, SearchFilters, SearchMode, check_id
 from graphmem.store.neo4j_store import lucene_query
 from graphmem.store.records import NOTE_KEYS
 
@@ -84,3 +85,19 @@ def test_note_keys_are_the_note_model_as_stored() -> None:
     """The projection every note query returns (tests/integration/test_store.py) is the Note model."""
     stored = set(Note.model_fields) - {"scope", "embedding", "metadata"} | {"user_id", "agent_id", "run_id"}
     assert stored | {"metadata_json"} == NOTE_KEYS
+
+
+def test_ids_and_scope_parts_refuse_a_trailing_newline() -> None:
+    """Issue 16 item 2: ``$`` under ``re.match`` matched before a final newline, so "zz\\n" passed as an
+    id and as a scope part that looks like "zz" but is another scope."""
+    for bad in ("zz\n", "x\n", "note-1\r\n", "\nzz"):
+        with pytest.raises(InvalidInputError):
+            check_id(bad, "note id")
+        with pytest.raises(ValidationError):
+            Scope(user_id=bad)
+        with pytest.raises(ValidationError):
+            Scope(user_id="u", agent_id="a", run_id=bad)
+        with pytest.raises(ValidationError):
+            Note(id=bad, content="c", scope=Scope(user_id="u"))
+    assert re.match(ID_PATTERN, "zz\n") is None  # the pattern itself, for every user of it
+    assert check_id("zz", "note id") == "zz"

@@ -23,11 +23,12 @@ for sub in (neo4j.app, notes.app, versions.app, demo.app, serve.app, evaluate.ap
 def main() -> None:
     from graphmem.errors import GraphmemError
     from graphmem.interfaces.cli.common import console_err
+    from graphmem.redaction import redact
 
     try:
         app()
     except GraphmemError as exc:
-        console_err.print(f"[bold red]error:[/] {exc}")
+        console_err.print(f"[bold red]error:[/] {redact(str(exc))}", markup=True, highlight=False)
         sys.exit(2)
     except KeyboardInterrupt:
         sys.exit(130)

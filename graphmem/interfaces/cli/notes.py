@@ -26,6 +26,7 @@ from graphmem.interfaces.cli.common import (
     progress_bar,
 )
 from graphmem.models import (
+    LIMITS,
     AddResult,
     IngestItem,
     IngestReport,
@@ -35,6 +36,7 @@ from graphmem.models import (
     Scope,
     SearchHit,
     SearchMode,
+    check_bound,
 )
 
 T = TypeVar("T")
@@ -154,6 +156,11 @@ def ask(
 ) -> None:
     """Answer a question from the scope's memory."""
     scope = make_scope(user, agent, run)
+    # checked before the local model starts (the service checks them again)
+    if k is not None:
+        check_bound(k, 1, LIMITS.k_max, "k")
+    if budget is not None:
+        check_bound(budget, LIMITS.token_budget_min, LIMITS.token_budget_max, "token budget")
     result = run_service(lambda svc: svc.ask(question, scope, k=k, token_budget=budget), llm=True)
     if as_json:
         print_json({**result.model_dump(mode="json", exclude={"notes"}), "notes": [_hit_json(h) for h in result.notes]})
@@ -171,13 +178,19 @@ def show(
     user: UserOpt = "default",
     agent: AgentOpt = "default",
     run: RunOpt = "default",
+    links_limit: Annotated[int, typer.Option("--links", help="links to show at most")] = 100,
+    versions_limit: Annotated[int, typer.Option("--versions", help="versions to show at most")] = 100,
     as_json: JsonOpt = False,
 ) -> None:
-    """Show a note with its links and evolution history."""
+    """Show a note with its links and evolution history (the first pages of both)."""
     scope = make_scope(user, agent, run)
 
     async def work(svc: Any) -> Any:
-        return await svc.get(note_id, scope), await svc.links(note_id, scope), await svc.history(note_id, scope)
+        return (
+            await svc.get(note_id, scope),
+            await svc.links(note_id, scope, limit=links_limit),
+            await svc.history(note_id, scope, limit=versions_limit),
+        )
 
     note, links, history = run_service(work)
     if as_json:
@@ -268,6 +281,7 @@ def repair(
 ) -> None:
     """Re-run note construction for notes stored raw after an LLM failure."""
     scope = make_scope(user, agent, run)
+    check_bound(limit, 1, LIMITS.repair_max, "repair limit")  # before the local model starts
     n = run_service(lambda svc: svc.repair(scope, limit=limit), llm=True)
     print_json({"repaired": n}) if as_json else console.print(f"repaired {n} notes")
 

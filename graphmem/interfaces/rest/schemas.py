@@ -6,6 +6,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
 from graphmem.models import (
+    LIMITS,
     AddResult,
     AskResult,
     IngestReport,
@@ -135,16 +136,16 @@ class NoteUpdate(ScopeFields):
 
 class SearchRequest(ScopeFields):
     query: str
-    k: int | None = Field(None, ge=1, le=1000)
+    k: int | None = Field(None, ge=1, le=LIMITS.k_max)
     mode: SearchMode | None = None
     filters: SearchFilters | None = None
 
 
 class AskRequest(ScopeFields):
     question: str
-    k: int | None = Field(None, ge=1, le=1000)
+    k: int | None = Field(None, ge=1, le=LIMITS.k_max)
     mode: SearchMode | None = None
-    token_budget: int | None = Field(None, ge=50, le=200_000)
+    token_budget: int | None = Field(None, ge=LIMITS.token_budget_min, le=LIMITS.token_budget_max)
     filters: SearchFilters | None = None
 
 
@@ -185,18 +186,28 @@ class SearchResponse(BaseModel):
 
 class LinksResponse(BaseModel):
     links: list[Link]
+    limit: int
+    offset: int
+    next_offset: int | None = Field(description="offset of the next page; null when this page is the last")
 
 
 class HistoryResponse(BaseModel):
     versions: list[NoteVersion]
+    limit: int
+    offset: int
+    next_offset: int | None = Field(description="offset of the next page; null when this page is the last")
 
 
 class Health(BaseModel):
-    status: str
+    status: str = Field(description="ok, starting or unavailable")
+
+
+class Status(BaseModel):
+    status: str = Field(description="ok, starting or unavailable")
     version: str
     neo4j: dict[str, str] | None = None
     llm: str | None = Field(None, description="ready, starting (the local model), failed: ..., or on first use")
-    detail: str | None = None
+    detail: str | None = Field(None, description="why Neo4j cannot be reached (secrets redacted)")
 
 
 def note_out(note: Note) -> NoteOut:
