@@ -6,6 +6,7 @@ from graphmem.models import NoteInput, SearchFilters, SearchMode
 from graphmem.service.context import Context, build_context
 from graphmem.service.memory import AsyncMemoryService, Progress
 from graphmem.service.sync import MemoryService
+from graphmem.service.text import embed_text
 
 __all__ = [
     "AsyncMemoryService",
@@ -16,4 +17,5 @@ __all__ = [
     "SearchFilters",
     "SearchMode",
     "build_context",
+    "embed_text",
 ]
