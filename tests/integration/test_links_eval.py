@@ -73,7 +73,8 @@ def scripted_responder() -> Callable[[list[BaseMessage]], AIMessage]:
             return next(i for i in ids if i.endswith(f"-{turn}"))
 
         links = [
-            {"target_id": shown(t), "type": ty, "reason": why, "strength": 0.8} for t, ty, why in LINKS.get(dia or "", [])
+            {"target_id": shown(t), "type": ty, "reason": why, "strength": 0.8}
+            for t, ty, why in LINKS.get(dia or "", [])
         ]
         updates = [
             {"note_id": shown(t), "context": ctx, "tags": ["personal", "evolved"], "keywords": None}

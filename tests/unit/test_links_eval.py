@@ -181,7 +181,13 @@ def test_evidence_pairs_of_the_tiny_fixture() -> None:
 
 def _version(v: int, by: str | None, context: str) -> NoteVersion:
     return NoteVersion(
-        version=v, context=context, tags=[f"t{v}"], keywords=[f"k{v}"], content="c", replaced_at=datetime.now(UTC), changed_by=by
+        version=v,
+        context=context,
+        tags=[f"t{v}"],
+        keywords=[f"k{v}"],
+        content="c",
+        replaced_at=datetime.now(UTC),
+        changed_by=by,
     )
 
 
