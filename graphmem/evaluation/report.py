@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -182,6 +183,12 @@ def _ci(d: dict[str, Any] | None) -> str:
     return f"{d['mean']:+.3f} [{d['ci95_low']:+.3f}, {d['ci95_high']:+.3f}]"
 
 
+def _ranges(numbers: list[int]) -> str:
+    """[1, 2, 3, 5] -> '1-3,5'."""
+    runs = [[n for _, n in g] for _, g in itertools.groupby(enumerate(sorted(numbers)), lambda x: x[1] - x[0])]
+    return ",".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
+
+
 def links_markdown(result: dict[str, Any]) -> str:
     c = result["config"]
     used = {sid: i for sid, i in result["conversations"].items() if i.get("notes")}
@@ -191,7 +198,7 @@ def links_markdown(result: dict[str, Any]) -> str:
         (
             f"Scopes `locomo-{c['reuse_tag']}-<sample>` ({len(used)} conversations, "
             f"{sum(i['notes'] for i in used.values())} notes; sessions: "
-            + "; ".join(f"{sid} {','.join(map(str, i['sessions']))}" for sid, i in used.items())
+            + "; ".join(f"{sid} {_ranges(i['sessions'])}" for sid, i in used.items())
             + f"); categories {', '.join(map(str, c['categories']))}."
         ),
         "",
@@ -241,12 +248,16 @@ def links_markdown(result: dict[str, Any]) -> str:
                 f"| {sid} | {g['notes']} | {g['llm_links']} | {g['linked_notes']} | {_f(g['mean_degree'])} | "
                 f"{g['max_degree']} | {g['turn_links']} | {g['questions']} | {g['pairs']} | {_f(g['swaps_accepted'], 1, 3)} |"
             )
+        verdict = (
+            f"1 hop {_x(t['hop1_ratio'])} -> {_f(t['hop1_met'])}; within 2 hops {_x(t['hop2_ratio'])} -> {_f(t['hop2_met'])}"
+            if t["hop1_ratio"] is not None or t["hop2_ratio"] is not None
+            else "not measurable (no evidence pairs, or no LLM links and so no random ones)"
+        )
         lines += [
             "",
             (
                 f"Target (LLM links join evidence pairs at least {t['ratio_required']:.0f}x as often as random links "
-                f"with the same degrees): 1 hop {_x(t['hop1_ratio'])} -> {_f(t['hop1_met'])}; within 2 hops "
-                f"{_x(t['hop2_ratio'])} -> {_f(t['hop2_met'])}."
+                f"with the same degrees): {verdict}."
             ),
             "",
         ]
