@@ -196,7 +196,7 @@ def links_markdown(result: dict[str, Any]) -> str:
         "# LLM links on LoCoMo: evidence connectivity and the A-MEM ablation",
         "",
         (
-            f"Scopes `locomo-{c['reuse_tag']}-<sample>` ({len(used)} conversations, "
+            f"Scopes `locomo-{c['reuse_tag']}-<sample>` ({len(used)} conversation{'s' if len(used) != 1 else ''}, "
             f"{sum(i['notes'] for i in used.values())} notes; sessions: "
             + "; ".join(f"{sid} {_ranges(i['sessions'])}" for sid, i in used.items())
             + f"); categories {', '.join(map(str, c['categories']))}."
@@ -205,7 +205,10 @@ def links_markdown(result: dict[str, Any]) -> str:
     ]
     missing = {sid: i["turns_missing"] for sid, i in used.items() if i.get("turns_missing")}
     if missing:
-        lines += [f"Turns of those sessions not stored (failed adds): {missing}.", ""]
+        lines += [
+            f"Turns of those sessions not stored (failed or not yet ingested; their evidence counts as missed): {missing}.",
+            "",
+        ]
     conn = result.get("connectivity")
     if conn:
         t = conn["target"]
