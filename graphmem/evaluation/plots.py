@@ -145,3 +145,55 @@ def plot_decisions(result: dict[str, Any], path: Path) -> Path:
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def plot_links(result: dict[str, Any], path: Path) -> Path:
+    """Evidence connectivity (LLM links vs random same-degree links vs nearest neighbours) and the
+    ablation's budgeted recall per category and arm (links evaluation)."""
+    plt = _plt()
+    conn, ab = result.get("connectivity"), result.get("ablation")
+    panels = [x for x in (conn, ab) if x]
+    fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4.2), squeeze=False)
+    col = 0
+    if conn:
+        ax = axes[0][col]
+        col += 1
+        row = conn["subsets"]["all"]
+        hops = ("hop1", "hop2")
+        series = (
+            ("LLM links", [row["llm"][h] or 0 for h in hops], None),
+            (
+                "random, same degrees",
+                [(row["random"][h] or {}).get("mean", 0) for h in hops],
+                [(row["random"][h] or {}).get("std", 0) for h in hops],
+            ),
+            ("nearest-neighbour links", [row["nearest"][h] or 0 for h in hops], None),
+        )
+        width = 0.8 / len(series)
+        for i, (label, vals, err) in enumerate(series):
+            ax.bar([j + i * width for j in range(len(hops))], vals, width, yerr=err, capsize=3, label=label)
+        ax.set_xticks([j + width for j in range(len(hops))], ["1 hop", "within 2 hops"])
+        ax.set(ylabel="share of evidence pairs joined", title=f"Evidence connectivity ({row['pairs']} pairs)")
+        ax.grid(alpha=0.3, axis="y")
+        ax.legend(fontsize=8)
+    if ab:
+        ax = axes[0][col]
+        arms = list(ab["arms"])
+        first = ab["arms"][arms[0]]
+        cats = ["overall", *sorted(first["by_category"])]
+        width = 0.8 / max(len(arms), 1)
+        for i, arm in enumerate(arms):
+            data = ab["arms"][arm]
+            vals = [
+                (data["overall"] if c == "overall" else data["by_category"].get(c, {})).get(ab["metric"]) or 0
+                for c in cats
+            ]
+            ax.bar([j + i * width for j in range(len(cats))], vals, width, label=arm)
+        ax.set_xticks([j + width * (len(arms) - 1) / 2 for j in range(len(cats))], cats)
+        ax.set(ylabel=ab["metric"], xlabel="category", title="Ablation: links and evolution on/off", ylim=(0, 1.02))
+        ax.grid(alpha=0.3, axis="y")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -166,6 +167,168 @@ def retrieval_markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _pm(rnd: dict[str, Any] | None) -> str:
+    return "-" if not rnd else f"{rnd['mean']:.3f} ± {rnd['std']:.3f}"
+
+
+def _x(v: Any) -> str:
+    if v is None:
+        return "-"
+    return "inf" if v == float("inf") else f"{v:.2f}x"
+
+
+def _ci(d: dict[str, Any] | None) -> str:
+    if not d:
+        return "-"
+    return f"{d['mean']:+.3f} [{d['ci95_low']:+.3f}, {d['ci95_high']:+.3f}]"
+
+
+def _ranges(numbers: list[int]) -> str:
+    """[1, 2, 3, 5] -> '1-3,5'."""
+    runs = [[n for _, n in g] for _, g in itertools.groupby(enumerate(sorted(numbers)), lambda x: x[1] - x[0])]
+    return ",".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
+
+
+def links_markdown(result: dict[str, Any]) -> str:
+    c = result["config"]
+    used = {sid: i for sid, i in result["conversations"].items() if i.get("notes")}
+    lines = [
+        "# LLM links on LoCoMo: evidence connectivity and the A-MEM ablation",
+        "",
+        (
+            f"Scopes `locomo-{c['reuse_tag']}-<sample>` ({len(used)} conversation{'s' if len(used) != 1 else ''}, "
+            f"{sum(i['notes'] for i in used.values())} notes; sessions: "
+            + "; ".join(f"{sid} {_ranges(i['sessions'])}" for sid, i in used.items())
+            + f"); categories {', '.join(map(str, c['categories']))}."
+        ),
+        "",
+    ]
+    missing = {sid: i["turns_missing"] for sid, i in used.items() if i.get("turns_missing")}
+    if missing:
+        lines += [
+            f"Turns of those sessions not stored (failed or not yet ingested; their evidence counts as missed): {missing}.",
+            "",
+        ]
+    conn = result.get("connectivity")
+    if conn:
+        t = conn["target"]
+        lines += [
+            "## Evidence connectivity",
+            "",
+            (
+                f"{conn['pairs']} pairs of evidence turns from {conn['questions']} questions with two or more "
+                f"(counted per question). LLM links: every link but the turn links (`FOLLOWS`, reason "
+                f'"{c["follows_reason"]}"), undirected. Random: the LLM-link graph rewired by degree-preserving '
+                f"double edge swaps ({c['samples']} samples, {c['swaps_per_edge']} swaps per edge, seed {c['seed']}): "
+                "mean ± standard deviation; p = share of random graphs joining at least as many pairs. Nearest: each "
+                "note linked to as many of its most similar earlier notes as it made LLM links."
+            ),
+            "",
+        ]
+        for hop, title in (("hop1", "joined by a link (1 hop)"), ("hop2", "within 2 hops")):
+            lines += [
+                f"### Pairs {title}",
+                "",
+                "| pairs | n | LLM links | random, same degrees | ratio | p | nearest-neighbour links | turn links | LLM + turn links |",
+                "|---|---|---|---|---|---|---|---|---|",
+            ]
+            for name, row in conn["subsets"].items():
+                rnd = row["random"][hop]
+                lines.append(
+                    f"| {name} | {row['pairs']} | {_f(row['llm'][hop], 1, 3)} | {_pm(rnd)} | {_x(row['ratio'][hop])} | "
+                    f"{_f(rnd['p_value'] if rnd else None, 1, 3)} | {_f(row['nearest'][hop], 1, 3)} | "
+                    f"{_f(row['turn'][hop], 1, 3)} | {_f(row['all_links'][hop], 1, 3)} |"
+                )
+            lines.append("")
+        lines += [
+            "### Graphs",
+            "",
+            "| conversation | notes | LLM links | linked notes | mean degree | max degree | turn links | questions | pairs | swaps accepted |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for sid, g in conn["graphs"].items():
+            lines.append(
+                f"| {sid} | {g['notes']} | {g['llm_links']} | {g['linked_notes']} | {_f(g['mean_degree'])} | "
+                f"{g['max_degree']} | {g['turn_links']} | {g['questions']} | {g['pairs']} | {_f(g['swaps_accepted'], 1, 3)} |"
+            )
+        verdict = (
+            f"1 hop {_x(t['hop1_ratio'])} -> {_f(t['hop1_met'])}; within 2 hops {_x(t['hop2_ratio'])} -> {_f(t['hop2_met'])}"
+            if t["hop1_ratio"] is not None or t["hop2_ratio"] is not None
+            else "not measurable (no evidence pairs, or no LLM links and so no random ones)"
+        )
+        lines += [
+            "",
+            (
+                f"Target (LLM links join evidence pairs at least {t['ratio_required']:.0f}x as often as random links "
+                f"with the same degrees): {verdict}."
+            ),
+            "",
+        ]
+    ab = result.get("ablation")
+    if ab:
+        arms = list(ab["arms"])
+        k = ab["k"]
+        metric = ab["metric"]
+        lines += [
+            "## Ablation on retrieval (A-MEM Table 3, done on recall)",
+            "",
+            (
+                f"Recall@{k} within the ask budget ({c['context_token_budget']} tokens), search `{ab['mode']}` with "
+                f"{c['links_per_hit']} links per hit, on the same {ab['questions']} questions; arms built from the "
+                "ingested scopes by export and import (`no-links`: LLM links dropped, turn links kept; "
+                "`no-evolution`: evolved notes back to their values before their first evolution, re-embedded). "
+                "Effects: full minus the arm, paired over questions, 95% bootstrap interval."
+            ),
+            "",
+            "| category | n | "
+            + " | ".join(arms)
+            + " | links effect (full - no-links) | evolution effect (full - no-evolution) | both (full - neither) |",
+            "|---|---|" + "---|" * (len(arms) + 3),
+        ]
+        first = ab["arms"][arms[0]]
+        cats = sorted(first["by_category"])
+        d = ab["deltas"]
+        lines.append(
+            f"| overall | {first['overall'].get('count', 0)} | "
+            + " | ".join(_f(ab["arms"][a]["overall"].get(metric), 1, 3) for a in arms)
+            + f" | {_ci(d['no-links']['full_minus_arm'])} | {_ci(d['no-evolution']['full_minus_arm'])} | "
+            f"{_ci(d['neither']['full_minus_arm'])} |"
+        )
+        for cat in cats:
+            lines.append(
+                f"| {_cat_label(cat)} | {first['by_category'][cat].get('count', 0)} | "
+                + " | ".join(_f(ab["arms"][a]["by_category"].get(cat, {}).get(metric), 1, 3) for a in arms)
+                + f" | {_ci(d['no-links']['by_category'].get(cat))} | {_ci(d['no-evolution']['by_category'].get(cat))} | "
+                f"{_ci(d['neither']['by_category'].get(cat))} |"
+            )
+        lines += [
+            "",
+            f"| arm | LLM links | evolution | recall@{k} (all notes returned) | all-evidence hit@{k} | notes@{k} | tokens kept within budget |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for a in arms:
+            o = ab["arms"][a]["overall"]
+            lines.append(
+                f"| {a} | {_f(ab['arms'][a]['links'])} | {_f(ab['arms'][a]['evolution'])} | {_f(o.get(f'recall@{k}'), 1, 3)} | "
+                f"{_f(o.get(f'hit@{k}'), 1, 3)} | {_f(o.get(f'notes@{k}'), 1, 1)} | {_f(o.get(f'budget_tokens@{k}'), 1, 0)} |"
+            )
+        lines += [
+            "",
+            "| conversation | evolved notes | evolutions | other versions | links full / no-links | embedding check (min cosine) |",
+            "|---|---|---|---|---|---|",
+        ]
+        for sid, i in used.items():
+            arm_info = i.get("arms") or {}
+            if not arm_info:
+                continue
+            lines.append(
+                f"| {sid} | {arm_info['evolved_notes']} | {arm_info['evolutions']} | {arm_info['other_versions']} | "
+                f"{arm_info['full']['links']} / {arm_info['no-links']['links']} | {_f(arm_info['embedding_check_min_cosine'], 1, 4)} |"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
 def bench_markdown(result: dict[str, Any]) -> str:
     k = result["config"]["k"]
     lines = [
@@ -296,6 +459,7 @@ def write_outputs(result: dict[str, Any], out_dir: Path, *, plots: bool = True) 
         "bench": bench_markdown,
         "ingest_bench": ingest_bench_markdown,
         "decisions": decisions_markdown,
+        "links": links_markdown,
     }[kind](result)
     (out_dir / f"{kind}.md").write_text(md, encoding="utf-8")
     written["markdown"] = out_dir / f"{kind}.md"
@@ -310,4 +474,6 @@ def write_outputs(result: dict[str, Any], out_dir: Path, *, plots: bool = True) 
             written["plot"] = p.plot_ingest(result, out_dir / "ingest_notes_per_s.png")
         elif kind == "qa" and result["systems"]:
             written["plot"] = p.plot_qa(result, out_dir / "qa_f1_by_category.png")
+        elif kind == "links" and (result.get("connectivity") or result.get("ablation")):
+            written["plot"] = p.plot_links(result, out_dir / "links.png")
     return written
