@@ -29,7 +29,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from graphmem.errors import InvalidInputError
-from graphmem.models import FOLLOWS_REASON, ID_PATTERN, Link, LinkType, NeighbourChange, Note, Scope, Usage
+from graphmem.models import FOLLOWS_REASON, Link, LinkType, NeighbourChange, Note, Scope, Usage, check_id
 from graphmem.service import content_words, copies, stem, supported_share, tokens
 
 Progress = Callable[[str, int, int], None]
@@ -56,13 +56,21 @@ class GoldTurn(BaseModel):
 
 
 class GoldConversation(BaseModel):
-    id: str = Field(pattern=ID_PATTERN)
+    id: str
     people: list[str] = Field(default_factory=list)
     note: str | None = None
     turns: list[GoldTurn] = Field(min_length=2)
     related: set[Pair] = Field(default_factory=set)
     acceptable: set[Pair] = Field(default_factory=set)
     contradicts: set[Pair] = Field(default_factory=set)
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str) -> str:
+        try:
+            return check_id(value, "conversation id")  # it becomes a scope part
+        except InvalidInputError as e:
+            raise ValueError(str(e)) from None
 
     @field_validator("related", "acceptable", "contradicts", mode="before")
     @classmethod

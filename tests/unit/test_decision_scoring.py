@@ -214,6 +214,10 @@ def test_gold_files_are_checked(tmp_path: Path) -> None:
         load_gold(path)
     with pytest.raises(InvalidInputError, match="unknown conversation"):
         load_gold(None, ["nope"])
+    newline = dict(GOLD, id="trip\n")  # a conversation id becomes a scope part
+    path.write_text(json.dumps({"format": "graphmem.decisions-gold/1", "conversations": [newline]}))
+    with pytest.raises(InvalidInputError, match="conversation id"):
+        load_gold(path)
 
 
 def test_wording_measures() -> None:
