@@ -68,8 +68,7 @@ def test_health_answers_while_serve_starts_the_local_model(settings: Any, scope:
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
             try:
-                r = httpx.get(base + "/health", timeout=5)
-                states.append(r.json()["llm"])
+                states.append(_llm_state(base))
                 break
             except httpx.TransportError:
                 assert proc.poll() is None, (tmp_path / "serve.log").read_text()[-2000:]
@@ -90,8 +89,8 @@ def test_health_answers_while_serve_starts_the_local_model(settings: Any, scope:
         answered_meanwhile = 0
         while worker.is_alive():
             r = httpx.get(base + "/health", timeout=30)  # served by the same event loop as the add
-            assert r.status_code == 200
-            states.append(r.json()["llm"])
+            assert r.status_code == 200 and r.json() == {"status": "ok"}
+            states.append(_llm_state(base))
             if worker.is_alive():
                 answered_meanwhile += 1
             time.sleep(0.2)
@@ -100,7 +99,7 @@ def test_health_answers_while_serve_starts_the_local_model(settings: Any, scope:
         assert added["body"]["note"]["enrichment"] == "done"  # it waited for the model, then used it
         assert answered_meanwhile >= 1 and "starting" in states
         assert set(states) <= {"starting", "ready"}
-        assert httpx.get(base + "/health", timeout=5).json()["llm"] == "ready"
+        assert _llm_state(base) == "ready"
     finally:
         proc.terminate()
         try:
@@ -109,6 +108,13 @@ def test_health_answers_while_serve_starts_the_local_model(settings: Any, scope:
             proc.kill()
         log.close()
         _stop_local_llm(tmp_path / "home", llm_port)
+
+
+def _llm_state(base: str) -> str:
+    """The LLM's state from /v1/status (/health says only up or down, issue 16)."""
+    r = httpx.get(base + "/v1/status", timeout=30)
+    r.raise_for_status()
+    return str(r.json()["llm"])
 
 
 def _stop_local_llm(home: Path, port: int) -> None:
