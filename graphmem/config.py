@@ -98,7 +98,7 @@ class Settings(BaseSettings):
     # per nearest candidate; "auto" is pairwise for the local model and joint for other endpoints.
     link_decision: Literal["auto", "joint", "pairwise"] = "auto"
     link_candidates: int = Field(2, ge=1, le=50, description="pairwise: nearest neighbours judged")
-    link_threshold: float = Field(0.5, ge=0.0, le=1.0, description="pairwise: P(yes) needed for a link")
+    link_threshold: float = Field(0.25, ge=0.0, le=1.0, description="pairwise: P(yes) needed for a link")
     enable_enrichment: bool = True
     enable_links: bool = True
     enable_evolution: bool = True
