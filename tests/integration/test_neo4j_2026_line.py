@@ -11,10 +11,13 @@ otherwise, with the reason. About 1-2 min.
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import socket
 import urllib.request
+import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, LiteralString, cast
 
 import numpy as np
@@ -235,3 +238,25 @@ async def test_a_small_tenant_gets_its_full_top_k_inside_the_index(
         for sc in (small, *bigs):
             _cypher(server_2026, "MATCH (n:Note {user_id: $u}) DETACH DELETE n", u=sc.user_id)
         await store.close()
+
+
+def test_bench_runs_both_lines_side_by_side(settings: Settings, settings_2026: Settings, tmp_path: Path) -> None:
+    """`graphmem bench --uri A --uri B` on the session server and the 2026 one: one JSON, a run per
+    server, each with its line, its sizes and the tenant case (tiny sizes: shape, not speed)."""
+    from typer.testing import CliRunner
+
+    from graphmem.interfaces.cli import app
+
+    user = f"lines{uuid.uuid4().hex[:6]}"
+    args = ["bench", "--uri", settings.neo4j_uri, "--uri", settings_2026.neo4j_uri, "--sizes", "40"]
+    args += ["--repetitions", "2", "--warmup", "1", "--queries", "2", "--brute-reps", "1", "--scope-user", user]
+    args += ["--tenant-notes", "200", "--tenants", "10", "--no-links", "--out", str(tmp_path)]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    data = json.loads((tmp_path / "bench_lines.json").read_text())
+    assert data["kind"] == "bench_lines" and data["runs"][1]["server"]["line"] == "2026"
+    for run in data["runs"]:
+        assert run["sizes"][0]["size"] == 40 and run["tenants"]["small"]["recall@10"] == 1.0
+        assert run["tenants"]["deleted"] == 200
+    md = (tmp_path / "bench_lines.md").read_text()
+    assert "server lines side by side" in md and "| 2026 (2026.08.1) | small | 2 |" in md
