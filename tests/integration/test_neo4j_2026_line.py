@@ -240,12 +240,16 @@ async def test_a_small_tenant_gets_its_full_top_k_inside_the_index(
         await store.close()
 
 
-def test_bench_runs_both_lines_side_by_side(settings: Settings, settings_2026: Settings, tmp_path: Path) -> None:
+def test_bench_runs_both_lines_side_by_side(
+    settings: Settings, server_2026: LocalNeo4j, settings_2026: Settings, tmp_path: Path
+) -> None:
     """`graphmem bench --uri A --uri B` on the session server and the 2026 one: one JSON, a run per
     server, each with its line, its sizes and the tenant case (tiny sizes: shape, not speed)."""
     from typer.testing import CliRunner
 
     from graphmem.interfaces.cli import app
+
+    _cypher(server_2026, "DROP INDEX note_embedding IF EXISTS")  # the tests above used 16 dimensions
 
     user = f"lines{uuid.uuid4().hex[:6]}"
     args = ["bench", "--uri", settings.neo4j_uri, "--uri", settings_2026.neo4j_uri, "--sizes", "40"]
