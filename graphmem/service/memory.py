@@ -123,11 +123,14 @@ class AsyncMemoryService:
         chat_model: ChatModelSource = None,
         embedder: Embeddings | None = None,
         bootstrap: bool = True,
+        migrate_index: bool = False,
     ) -> AsyncMemoryService:
         """Connect to Neo4j (clear error if unreachable), bootstrap the schema, wire the embedder.
 
         The service starts no process: for the local model, pass ``chat_model`` (e.g. from
         ``graphmem.local.chat_model(settings)``) or run ``graphmem llm start`` first.
+        ``migrate_index`` rebuilds a 5.26-style vector index found on a 2026 server (``graphmem
+        migrate-index``); without it such an index is refused with that advice.
         """
         from graphmem import store as adapter  # the default adapter: the one place the service names it
         from graphmem.embeddings import embedding_dimensions, make_embedder
@@ -139,7 +142,9 @@ class AsyncMemoryService:
             made.append(embedder or make_embedder(settings))
             return embedding_dimensions(made[0])
 
-        note_store, histories, items = await adapter.open_stores(settings, dimensions if bootstrap else None)
+        note_store, histories, items = await adapter.open_stores(
+            settings, dimensions if bootstrap else None, migrate_index=migrate_index
+        )
         emb = made[0] if made else (embedder or make_embedder(settings))
         return cls(settings, note_store, emb, chat_model, histories=histories, items=items)
 

@@ -1,8 +1,11 @@
 """The Neo4j adapter: implements ``ports.NoteStore``; with ``history_store`` the only code that
 runs queries against the database.
 
-Every query is a named file in ``cypher/``, resolved in one place (``Neo4jNoteStore.query``), so a
-name may map to a file per server line. Writes that belong together run in one managed transaction
+Every query is a named file in ``cypher/``, resolved in one place (``Neo4jNoteStore.query``): at
+``verify`` the store learns the server's version, its query line (``5.26`` or ``2026``) and the
+database's default Cypher language, and resolves every name once to that line's file
+(``name.2026.cypher`` beside ``name.cypher``, see ``queries``). Scoped vector searches then filter
+inside the index on 2026, and over-fetch (or scan a small scope exactly) on 5.26. Writes that belong together run in one managed transaction
 (``execute_write``), which the driver retries on transient errors (deadlocks, leader changes); the
 transaction functions here are pure database work, so a retry is safe. LLM calls and embeddings
 happen before, in the service. Records are mapped in ``records.py``, driver failures in
@@ -62,12 +65,14 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 Rows = list[dict[str, Any]]
-QueryResolver = Callable[[str], Query]
+QueryTable = Callable[[queries.QueryLine], Mapping[str, Query]]
 
 # Lucene special characters, escaped in user text before it reaches the full-text index.
 _LUCENE_SPECIAL = re.compile(r'([+\-&|!(){}\[\]^"~*?:\\/])')
 _WORD = re.compile(r"\w+", re.UNICODE)
 _MAX_FETCH = 4096  # above this, the exact in-scope scan is cheaper than a bigger ANN over-fetch
+IN_INDEX_OVER_FETCH = 3  # 2026: SEARCH's LIMIT as a multiple of k (recall@10 >= 0.99 at 100k, docs/neo4j-2026.md)
+EXACT_SCAN_MAX = 2000  # 5.26: a scope this small is scanned exactly once the first over-fetch came back short
 _MAX_FETCH_TEXT = 65536  # full-text rows fetched at most to find k of one scope
 _YIELD_EVERY = 32  # records mapped between two yields to the event loop (a few ms of work)
 _READ_RETRY_S = 5.0  # as long as the driver retries managed transactions (max_transaction_retry_time)
@@ -88,7 +93,7 @@ class Neo4jNoteStore:
         driver: an async driver this store owns (``close`` closes it).
         database: the database every session uses.
         uri: for error messages.
-        resolve: query name -> Query (default: ``queries.load``, the files in ``cypher/``).
+        resolve: query line -> {name: Query} (default: ``queries.for_line``, the files in ``cypher/``).
     """
 
     def __init__(
@@ -98,12 +103,20 @@ class Neo4jNoteStore:
         uri: str = "",
         *,
         username: str | None = None,
-        resolve: QueryResolver = queries.load,
+        resolve: QueryTable = queries.for_line,
+        in_index_over_fetch: int = IN_INDEX_OVER_FETCH,
+        exact_scan_max: int = EXACT_SCAN_MAX,
     ) -> None:
         self._driver = driver
         self._db = database
         self._target = Target(uri=uri, username=username, database=database)
         self._resolve = resolve
+        # Until verify() learns the server, names resolve to the base (5.26) files.
+        self._line: queries.QueryLine | None = None
+        self._by_name: Mapping[str, Query] | None = None
+        self._server: dict[str, str] | None = None
+        self._in_index_over_fetch = in_index_over_fetch
+        self._exact_scan_max = exact_scan_max
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Neo4jNoteStore:
@@ -119,7 +132,14 @@ class Neo4jNoteStore:
             notifications_min_severity="OFF",
         )
         username = settings.neo4j_username if settings.neo4j_auth else None
-        return cls(driver, settings.neo4j_database, settings.neo4j_uri, username=username)
+        return cls(
+            driver,
+            settings.neo4j_database,
+            settings.neo4j_uri,
+            username=username,
+            in_index_over_fetch=settings.in_index_over_fetch,
+            exact_scan_max=settings.exact_scan_max_notes,
+        )
 
     async def close(self) -> None:
         await self._driver.close()
@@ -127,8 +147,18 @@ class Neo4jNoteStore:
     # --- running named queries ------------------------------------------------------------------
 
     def query(self, name: str) -> Query:
-        """The one place a query name becomes Cypher text."""
-        return self._resolve(name)
+        """The one place a query name becomes Cypher text: the server line's file once ``verify`` ran."""
+        if self._by_name is not None:
+            try:
+                return self._by_name[name]
+            except KeyError:
+                raise FileNotFoundError(f"no Cypher query named {name!r}") from None
+        return queries.load(name)
+
+    @property
+    def line(self) -> queries.QueryLine | None:
+        """The server's query line (``5.26`` or ``2026``), known after ``verify``."""
+        return self._line
 
     def statements(self, name: str) -> list[Query]:
         """The statements of a multi-statement file (``schema``), each with its own parameters."""
@@ -192,13 +222,39 @@ class Neo4jNoteStore:
                 await result.consume()
 
     async def verify(self) -> dict[str, str]:
-        """Connect and return the server version; raise StoreUnavailableError with a clear message."""
+        """Connect, learn the server (version, edition, query line, default Cypher language) and resolve
+        every query name to the line's file; raise StoreUnavailableError with a clear message."""
         with translate_errors(self._target, connecting=True):
             await self._driver.verify_connectivity()
         rows = await self.run("schema/server_version")
-        return {"name": rows[0]["name"], "version": rows[0]["version"], "edition": rows[0]["edition"]}
+        version = rows[0]["version"]
+        line = queries.cypher_line(version)
+        if line != self._line:  # the first call, or the server behind the URI was replaced
+            self._by_name = self._resolve(line)
+            self._line = line
+        try:
+            lang = await self.run("schema/language", database=self._db)
+            language = str(lang[0]["language"]) if lang else "unknown"
+        except ClientError as exc:  # SHOW DATABASES needs a privilege a restricted user may lack
+            log.info("default Cypher language not readable (%s): the 2026 queries carry CYPHER 25 anyway", exc.code)
+            language = "unknown"
+        self._server = {
+            "name": rows[0]["name"],
+            "version": version,
+            "edition": rows[0]["edition"],
+            "line": line,
+            "language": language,
+        }
+        return dict(self._server)
+
+    async def server(self) -> dict[str, str]:
+        """What ``verify`` learnt, verifying first when it has not run yet."""
+        if self._server is None:
+            return await self.verify()
+        return dict(self._server)
 
     async def vector_index_info(self) -> dict[str, Any] | None:
+        """state, dimensions, properties, provider, quantization of the notes' vector index (None: none)."""
         rows = await self.run("schema/vector_index", name="note_embedding")
         return rows[0] if rows else None
 
@@ -481,6 +537,22 @@ class Neo4jNoteStore:
 
     # --- search ---------------------------------------------------------------------------------
 
+    def _first_fetch(self, k: int, over_fetch: int, excluded: int) -> int:
+        """Candidates of the first index query: on 2026 the in-scope SEARCH LIMIT (3 x k by default,
+        the recall the research measured), on 5.26 the global over-fetch before the scope filter."""
+        ratio = self._in_index_over_fetch if self._line == "2026" else over_fetch
+        return max(k * ratio, k + excluded)
+
+    async def _scan_exactly(self, scope: Scope) -> bool:
+        """5.26, after a short over-fetch: is the scope small enough that scoring all of its notes costs
+        less than growing the global over-fetch? (about 0.02 ms of server CPU per note against 60-130
+        ms for a fetch grown to 2,560 among 100k notes; docs/neo4j-2026.md). On 2026 SEARCH already
+        searches only the scope, so the answer is no."""
+        if self._line == "2026" or self._exact_scan_max <= 0:
+            return False
+        rows = await self.run_auto("notes/count", **scope.params())
+        return int(rows[0]["count"]) <= self._exact_scan_max
+
     async def vector_search(
         self,
         embedding: Sequence[float],
@@ -491,7 +563,8 @@ class Neo4jNoteStore:
         filters: SearchFilters | None = None,
         over_fetch: int = 4,
     ) -> list[tuple[Note, float]]:
-        """Top-k by cosine inside the scope: HNSW with growing over-fetch, exact scan as the last resort."""
+        """Top-k by cosine inside the scope. 2026: SEARCH filtered by scope inside the index; 5.26: HNSW
+        with growing over-fetch, or an exact scan of a small scope; exact scan as the last resort."""
         if k <= 0:
             return []
         base = {
@@ -501,13 +574,17 @@ class Neo4jNoteStore:
             "exclude_ids": list(exclude_ids),
             **filter_params(filters),
         }
-        fetch_k = max(k * over_fetch, k + len(exclude_ids))
+        fetch_k = self._first_fetch(k, over_fetch, len(exclude_ids))
+        first = True
         while fetch_k <= _MAX_FETCH:
             rows = await self.run_auto("search/vector", fetch_k=fetch_k, **base)
             fetched, hits = _hit_rows(rows, "cosine")
             # Enough hits, or the index has no more to give: done.
             if len(hits) >= k or fetched < fetch_k:
                 return await mapped(hits, _scored("cosine"))
+            if first and await self._scan_exactly(scope):
+                break
+            first = False
             fetch_k *= 4
         rows = await self.run_auto("search/vector_exact", **base)
         return await mapped(rows, _scored("cosine"))
@@ -526,13 +603,17 @@ class Neo4jNoteStore:
         if k <= 0:
             return [], []
         base = {"embedding": list(embedding), "k": k, **scope.params(), "exclude_ids": [], **filter_params(filters)}
-        fetch_k = k * over_fetch
+        fetch_k = self._first_fetch(k, over_fetch, 0)
+        first = True
         while fetch_k <= _MAX_FETCH:
             rows = await self.run_auto("search/vector_links", fetch_k=fetch_k, per_hit=per_hit, **base)
             fetched, hits = _hit_rows(rows, "cosine")
             if len(hits) >= k or fetched < fetch_k:  # the query expanded them: top-k is final
                 notes = await mapped(hits, _scored("cosine"))
                 return notes, await mapped([x for h in hits for x in h["linked"]], linked_note_from_record)
+            if first and await self._scan_exactly(scope):
+                break
+            first = False
             fetch_k *= 4
         rows = await self.run_auto("search/vector_exact", **base)
         notes = await mapped(rows, _scored("cosine"))
@@ -614,4 +695,4 @@ def _written(links: Sequence[Link], rows: Rows, now: Any, caused_by: str) -> lis
     ]
 
 
-__all__ = ["Neo4jNoteStore", "QueryResolver", "lucene_query"]
+__all__ = ["Neo4jNoteStore", "QueryTable", "lucene_query"]

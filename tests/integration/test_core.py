@@ -307,12 +307,13 @@ async def test_one_hop_search_in_one_query_equals_search_then_expand(
 ) -> None:
     """The links mode's single query (search/vector_links) returns what vector search followed by
     expand_links returns, also when another scope's near-identical notes crowd the index (the
-    over-fetch loop) and with a filter."""
+    over-fetch loop) and with a filter. The exact scan of small scopes is off here, so that 5.26 grows
+    the over-fetch (tests/integration/test_store.py covers the scan)."""
     from graphmem import queries
     from graphmem.models import NoteInput
     from graphmem.service.retrieve import attach_links
 
-    svc, _ = await make_service()
+    svc, _ = await make_service(exact_scan_max_notes=0)
     other = Scope(user_id=scope.user_id + "-crowd")
     try:
         topics = ["sailing boat", "violin lessons", "mountain hike", "sourdough bread", "chess club"]
@@ -367,7 +368,10 @@ async def test_one_hop_search_in_one_query_equals_search_then_expand(
                 assert all(h.note.scope == scope for h in one)
                 assert sum(h.found_by == ["vector"] for h in one) == k
                 assert any(h.found_by == ["link"] for h in one)
-        assert max(fetches) > 12 * svc.settings.over_fetch_ratio  # the crowd made the over-fetch grow
+        if svc.store.line == "2026":  # the scope is filtered inside the index: the crowd costs nothing
+            assert max(fetches) <= 12 * svc.settings.in_index_over_fetch
+        else:
+            assert max(fetches) > 12 * svc.settings.over_fetch_ratio  # the crowd made the over-fetch grow
         violin = await svc.search("Mia talked about her violin lessons on day 1.", scope, k=1, mode="links")
         assert violin[0].note.id == f"{scope.user_id}-n1"
         assert {(h.note.id, v.type, v.reason) for h in violin[1:] for v in h.linked_via} == {

@@ -3,19 +3,22 @@ And every query that returns notes projects the same keys (one note projection).
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import AsyncIterator
 from typing import Any
 
+import numpy as np
 import pytest
 import pytest_asyncio
 from langchain_core.embeddings import Embeddings
 
+from graphmem import queries
 from graphmem.config import Settings
 from graphmem.models import AddWrite, EnrichmentStatus, Link, LinkType, NeighbourUpdate, Note, NoteInput, Scope
 from graphmem.queries import cypher_dir
 from graphmem.store.neo4j_store import Neo4jNoteStore
-from graphmem.store.records import NOTE_KEYS
+from graphmem.store.records import NOTE_KEYS, filter_params
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -198,7 +201,8 @@ async def test_one_id_in_two_scopes_is_two_notes_and_every_write_stays_in_its_sc
 
 
 def note_returning_queries() -> set[str]:
-    """Query files that return note maps (their projection names metadata_json after a RETURN)."""
+    """Query files that return note maps (their projection names metadata_json after a RETURN); a
+    line's file (``name.2026.cypher``) counts as its name, run through the store on that line."""
     names = set()
     for path in cypher_dir().rglob("*.cypher"):
         if "browse" in path.parts:
@@ -206,7 +210,7 @@ def note_returning_queries() -> set[str]:
         body = re.sub(r"//[^\n]*", "", path.read_text(encoding="utf-8"))
         first_return = body.find("RETURN")
         if first_return >= 0 and "metadata_json" in body[first_return:]:
-            names.add(str(path.relative_to(cypher_dir()).with_suffix("")))
+            names.add(str(path.relative_to(cypher_dir()).parent / path.name.split(".")[0]))
     return names
 
 
@@ -236,6 +240,7 @@ async def test_every_note_query_projects_the_same_keys(
     store = Neo4jNoteStore.from_settings(settings)
     projections: dict[str, list[dict[str, Any]]] = {}
     try:
+        await store.verify()  # the server line's files (search/vector.2026.cypher on 2026)
         run = store.run
         projections["notes/get"] = [r["note"] for r in await run("notes/get", id=f"{p}-v1", **scope.params())]
         projections["notes/get_with_embedding"] = [
@@ -264,3 +269,92 @@ async def test_every_note_query_projects_the_same_keys(
         want = NOTE_KEYS | ({"embedding"} if name in ("notes/get_with_embedding", "notes/export") else set())
         for note in notes:
             assert set(note) == want, (name, sorted(set(note) ^ want))
+
+
+async def test_a_small_scope_crowded_out_of_the_index_gets_its_exact_top_k(
+    settings: Settings, scope: Scope, graph: Any
+) -> None:
+    """A scope of 15 notes pointing away from the query while 600 notes of another scope surround it:
+    no note of the small scope is among the index's global top 40. On 5.26 the store counts the
+    scope after that short over-fetch and scans it exactly (one ANN query, no growing over-fetch);
+    on 2026 the scope is filtered inside the index. Either way: its exact top-10, in order."""
+    rng = np.random.default_rng(5)
+    dims = int(graph.q(VECTOR_DIMS)[0]["d"])
+    query = _unit(rng, 1, dims)[0]
+    crowd = Scope(user_id=scope.user_id + "-crowd")
+    near = query + 0.3 * _unit(rng, 600, dims)
+    far = -query + 0.8 * _unit(rng, 15, dims)
+    near /= np.linalg.norm(near, axis=1, keepdims=True)
+    far /= np.linalg.norm(far, axis=1, keepdims=True)
+    store = Neo4jNoteStore.from_settings(settings)
+    calls: list[tuple[str, int | None]] = []
+    run_auto = store.run_auto
+
+    async def counting(name: str, /, **params: Any) -> Any:
+        calls.append((name, params.get("fetch_k")))
+        return await run_auto(name, **params)
+
+    try:
+        server = await store.verify()
+        for sc, vecs in ((crowd, near), (scope, far)):
+            graph.q(
+                "UNWIND range(0, size($v) - 1) AS i CREATE (:Note {id: $u + '-' + i, user_id: $u, agent_id: $a, "
+                "run_id: $r, content: 'note ' + i, created_at: datetime(), updated_at: datetime(), version: 1, "
+                "embedding: $v[i]})",
+                u=sc.user_id,
+                a=sc.agent_id,
+                r=sc.run_id,
+                v=vecs.tolist(),
+            )
+        graph.q("CALL db.awaitIndexes(60)")
+        want = [f"{scope.user_id}-{i}" for i in (far @ query).argsort()[::-1][:10]]
+        for _ in range(100):  # index updates are asynchronous: wait until the crowd is searchable
+            rows = await store.run_auto(
+                "search/vector",
+                fetch_k=40,
+                k=10,
+                embedding=query.tolist(),
+                **crowd.params(),
+                exclude_ids=[],
+                **filter_params(None),
+            )
+            if sum(r["note"] is not None for r in rows) == 10:
+                break
+            await asyncio.sleep(0.1)
+        base = queries.load("search/vector")  # the plain post-filtered ANN query: none of the small scope
+        rows = graph.q(
+            base.text,
+            fetch_k=40,
+            k=10,
+            embedding=query.tolist(),
+            **scope.params(),
+            exclude_ids=[],
+            **filter_params(None),
+        )
+        assert server["line"] == "2026" or [r["note"] for r in rows] == [None]
+
+        store.run_auto = counting  # type: ignore[method-assign]
+        hits = await store.vector_search(query.tolist(), scope, 10)
+        assert [n.id for n, _ in hits] == want
+        assert all(n.scope == scope for n, _ in hits)
+        if server["line"] == "5.26":
+            assert calls == [("search/vector", 40), ("notes/count", None), ("search/vector_exact", None)]
+        else:
+            assert calls == [("search/vector", 30)]
+        calls.clear()
+        linked, _ = await store.vector_search_linked(query.tolist(), scope, 10, per_hit=2)
+        assert [n.id for n, _ in linked] == want
+    finally:
+        await store.run_write("admin/delete_scope", **crowd.params())
+        await store.close()
+
+
+VECTOR_DIMS = (
+    "SHOW VECTOR INDEXES YIELD name, options WHERE name = 'note_embedding' "
+    "RETURN options.indexConfig['vector.dimensions'] AS d"
+)
+
+
+def _unit(rng: np.random.Generator, n: int, dims: int) -> Any:
+    m = rng.standard_normal((n, dims))
+    return m / np.linalg.norm(m, axis=1, keepdims=True)

@@ -7,7 +7,7 @@ import sys
 
 import typer
 
-from graphmem.interfaces.cli import bench, demo, evaluate, llm, neo4j, notes, serve, versions
+from graphmem.interfaces.cli import bench, demo, evaluate, llm, neo4j, notes, schema, serve, versions
 
 app = typer.Typer(
     name="graphmem",
@@ -16,7 +16,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-for sub in (neo4j.app, notes.app, versions.app, demo.app, serve.app, evaluate.app, bench.app, llm.app):
+for sub in (neo4j.app, notes.app, versions.app, schema.app, demo.app, serve.app, evaluate.app, bench.app, llm.app):
     app.add_typer(sub)  # unnamed sub-apps add their commands here; named ones become groups
 
 
