@@ -101,7 +101,10 @@ class Settings(BaseSettings):
     link_threshold: float = Field(0.25, ge=0.0, le=1.0, description="pairwise: P(yes) needed for a link")
     enable_enrichment: bool = True
     enable_links: bool = True
-    enable_evolution: bool = True
+    # None: on, except with the local model, where it measured no gain (docs/evaluation.md, "Defaults").
+    enable_evolution: bool | None = Field(
+        None, description="LLM updates neighbours after a new note; unset = on, off for the local model"
+    )
     embed_text_variant: EmbedTextVariant = "full"
     max_content_chars: int = Field(8000, ge=1, le=1_000_000)
     search_k: int = Field(10, ge=1, le=LIMITS.k_max)
@@ -219,6 +222,14 @@ class Settings(BaseSettings):
         if self.llm_api_key is not None:
             return "openai"
         return "local"
+
+    @property
+    def evolution_enabled(self) -> bool:
+        """``enable_evolution``, or its default: off for the local model (the LoCoMo ablation measured
+        no gain from its evolutions, and each costs an LLM call and a drift risk), on otherwise."""
+        if self.enable_evolution is not None:
+            return self.enable_evolution
+        return self.resolved_llm_provider != "local"
 
     @property
     def resolved_link_decision(self) -> Literal["joint", "pairwise"]:

@@ -50,7 +50,7 @@ MEANING = {
     "neighbour_k": "neighbours considered when linking / evolving a new note",
     "enable_enrichment": "LLM writes keywords, context, tags",
     "enable_links": "LLM links a new note to its neighbours",
-    "enable_evolution": "LLM updates neighbours after a new note",
+    "enable_evolution": "LLM updates neighbours after a new note; unset = on, off for the local model",
     "embed_text_variant": "what is embedded: full note, content only, or A-MEM's concatenation",
     "max_content_chars": "longest note content accepted",
     "search_k": "default number of search hits",

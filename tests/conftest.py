@@ -27,6 +27,8 @@ from graphmem.store.probe import bolt_answers
 # neighbour updates). The pairwise decision, the local model's default, has its own tests
 # (tests/integration/test_decisions.py, tests/e2e), which choose it explicitly.
 os.environ.setdefault("GRAPHMEM_LINK_DECISION", "joint")
+# They also evolve neighbours, which the local model's default leaves off (config.evolution_enabled).
+os.environ.setdefault("GRAPHMEM_ENABLE_EVOLUTION", "true")
 
 
 @dataclass(frozen=True)

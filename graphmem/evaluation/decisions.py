@@ -441,7 +441,7 @@ def settings_summary(settings: Any) -> dict[str, Any]:
         "llm_seed": settings.llm_seed,
         "enable_enrichment": settings.enable_enrichment,
         "enable_links": settings.enable_links,
-        "enable_evolution": settings.enable_evolution,
+        "enable_evolution": settings.evolution_enabled,
         "neighbour_k": settings.neighbour_k,
         "embed_text_variant": settings.embed_text_variant,
     }

@@ -76,7 +76,7 @@ def derive_tag(settings: Settings) -> str:
         for c, on in (
             ("e", settings.enable_enrichment),
             ("l", settings.enable_links),
-            ("v", settings.enable_evolution),
+            ("v", settings.evolution_enabled),
         )
     )
     key = json.dumps(
@@ -415,7 +415,7 @@ async def run_qa_eval(
             "links_per_hit": st.links_per_hit,
             "enable_enrichment": st.enable_enrichment,
             "enable_links": st.enable_links,
-            "enable_evolution": st.enable_evolution,
+            "enable_evolution": st.evolution_enabled,
             "embed_text_variant": st.embed_text_variant,
             "meteor_uses_wordnet": metrics.meteor_uses_wordnet(),
             "category_names": CATEGORY_NAMES,

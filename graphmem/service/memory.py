@@ -313,7 +313,7 @@ class AsyncMemoryService:
     def links_enabled(self) -> bool:
         """Whether an add runs the link/evolution step at all (settings: links or evolution, k > 0)."""
         s = self.settings
-        return (s.enable_links or s.enable_evolution) and s.neighbour_k > 0
+        return (s.enable_links or s.evolution_enabled) and s.neighbour_k > 0
 
     async def neighbours(
         self,
@@ -364,7 +364,7 @@ class AsyncMemoryService:
                 candidates=s.link_candidates,
                 threshold=s.link_threshold,
                 links=s.enable_links,
-                evolution=s.enable_evolution,
+                evolution=s.evolution_enabled,
             )
             plan.candidates = [n.id for n in neighbours[: s.link_candidates]]
         else:
@@ -372,7 +372,7 @@ class AsyncMemoryService:
             if decision is None:
                 return EvolutionPlan(rejected=rejected, candidates=[n.id for n in neighbours])
             plan = evolve.plan_evolution(
-                note, neighbours, decision, links=s.enable_links, evolution=s.enable_evolution, rejected=rejected
+                note, neighbours, decision, links=s.enable_links, evolution=s.evolution_enabled, rejected=rejected
             )
             plan.candidates = [n.id for n in neighbours]
         return await evolve.screen_evolutions(plan, note, neighbours, lambda texts: self._embed(texts, usage))

@@ -34,6 +34,21 @@ def test_defaults() -> None:
     assert s.resolved_llm_provider == "local"
 
 
+def test_decision_defaults_follow_the_provider(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The local model: pairwise links, no evolution (what measured best); other endpoints: A-MEM's
+    joint decision with evolution; an explicit setting wins either way."""
+    local = load_settings()
+    assert (local.resolved_link_decision, local.evolution_enabled, local.link_threshold) == ("pairwise", False, 0.25)
+    monkeypatch.setenv("GRAPHMEM_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+    hosted = load_settings()
+    assert (hosted.resolved_link_decision, hosted.evolution_enabled) == ("joint", True)
+    monkeypatch.delenv("GRAPHMEM_LLM_BASE_URL")
+    monkeypatch.setenv("GRAPHMEM_ENABLE_EVOLUTION", "true")
+    monkeypatch.setenv("GRAPHMEM_LINK_DECISION", "joint")
+    forced = load_settings()
+    assert (forced.resolved_link_decision, forced.evolution_enabled) == ("joint", True)
+
+
 @pytest.mark.parametrize(
     ("env", "line", "version"),
     [
