@@ -10,14 +10,17 @@ waits for the one before it. Here up to ``concurrency`` notes are in flight at o
    stored or still in flight (their enrichment and embedding are known before they are written),
    never a later one. Concurrent;
 3. write, in input order: note ``i`` is written once every earlier note of its scope was written
-   or failed, in one transaction with its links and evolutions, as ``add`` writes.
+   or failed, with its links and evolutions, as ``add`` writes; the consecutive later notes whose
+   plans are ready go into the same statement and transaction (``_write_group``), in order.
 
 Scopes are independent: their notes interleave freely.
 
 Two in-flight notes that evolve the same neighbour. Both decisions saw the neighbour as it was; they
 are applied in order. When the later note is written, its planned update is re-checked against the
 neighbour's stored state (``rebase``): if the earlier note (or anyone) evolved it meanwhile, the
-update is applied on top of that result: a field the later note did not change keeps the current
+update is applied on top of that result (in a group write, on the state this ingest left it in,
+which the statement checks against the stored version; a mismatch rolls the group back and its
+notes are written one by one against the stored state): a field the later note did not change keeps the current
 value; tags and keywords get the later note's additions and removals; a context both changed takes
 the later note's, as sequential A-MEM's later evolution would; an update left with nothing to
 change is dropped (reported in ``rejected``). Every evolution keeps the values it replaced as a
