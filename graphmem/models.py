@@ -433,6 +433,7 @@ class IngestItem(BaseModel):
     # for audits of the order rule: how many of the batch's first items were settled (written or
     # failed) when the candidates were chosen; the later earlier ones were still in flight
     settled_before: int | None = None
+    written_with: int | None = None  # notes written in the same statement and transaction as this one
     usage: Usage = Field(default_factory=Usage)
 
 
@@ -517,6 +518,7 @@ class NeighbourUpdate:
     tags: list[str]
     keywords: list[str]
     embedding: list[float]
+    expected_version: int | None = None  # the neighbour's version the update was planned on (None: unchecked)
 
 
 @dataclass

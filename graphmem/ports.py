@@ -53,6 +53,11 @@ class NoteStore(Protocol):
         ids are unique per scope)."""
         ...
 
+    async def add_group(self, writes: Sequence[AddWrite]) -> list[AddOutcome]:
+        """Several adds in one transaction, in order (a later one sees the earlier ones); all or
+        nothing: StaleWriteError when an update's ``expected_version`` no longer holds."""
+        ...
+
     async def add_many(self, notes: Sequence[Note], embeddings: Sequence[Sequence[float]], variant: str) -> list[str]:
         """Bulk write of ready notes; returns the ids created (existing ids are skipped)."""
         ...

@@ -207,6 +207,9 @@ async def _level(
     if report is not None:
         summary = report.summary()
         row["rebased"] = summary["rebased"]
+        # notes per write statement (the ordered write step writes consecutive ready notes together)
+        together = [x.written_with for x in report.items if x.status == IngestStatus.ADDED and x.written_with]
+        row["notes_per_write"] = round(sum(together) / len(together), 2) if together else None
         row["links_per_note"] = round(summary["links"] / len(acked), 2) if acked else None
         row["evolved_per_note"] = round(summary["evolved"] / len(acked), 2) if acked else None
         if vectors is not None:

@@ -413,16 +413,16 @@ def ingest_bench_markdown(result: dict[str, Any]) -> str:
         ),
         "",
         "| level | notes | seconds | notes/s | speedup | lost | duplicates | failed | order violations "
-        "| index misses | rebased | tokens/note | LLM calls/note | max calls at once | load after |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| index misses | rebased | notes/write | tokens/note | LLM calls/note | max calls at once | load after |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in stub.get("levels", []):
         lines.append(
             f"| {r['level']} | {r['notes']} | {_f(r['seconds'])} | {_f(r['notes_per_s'])} | {_f(r['speedup'])} "
             f"| {r['lost']} | {r['duplicates']} | {r['failed']} | {r.get('order_violations', '-')} "
             f"| {r.get('index_misses', '-')} "
-            f"| {r.get('rebased', '-')} | {_f(r['tokens_per_note'], digits=0)} | {_f(r['llm_calls_per_note'])} "
-            f"| {(r.get('stub') or {}).get('max_in_flight', '-')} | {r['load_after'][0]} |"
+            f"| {r.get('rebased', '-')} | {_f(r.get('notes_per_write'))} | {_f(r['tokens_per_note'], digits=0)} "
+            f"| {_f(r['llm_calls_per_note'])} | {(r.get('stub') or {}).get('max_in_flight', '-')} | {r['load_after'][0]} |"
         )
     t = stub.get("targets") or {}
     if t:

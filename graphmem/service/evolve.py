@@ -135,11 +135,6 @@ def plan_evolution(
             if u.context and any(norm(u.context) == c for nid, c in contexts.items() if nid != target):
                 plan.rejected.append(f"update of {target[:40]!r} copies another note's context")
                 continue
-            removed = [
-                w for w in (*old.tags, *old.keywords) if w not in (u.tags or old.tags) + (u.keywords or old.keywords)
-            ]
-            if (u.tags is not None or u.keywords is not None) and removed:
-                plan.rejected.append(f"update of {target[:40]!r}: removal of {', '.join(removed[:5])} refused (kept)")
             new = NeighbourEvolution(
                 before=old,
                 context=(u.context or "").strip()[:MAX_CONTEXT_CHARS] or old.context,

@@ -10,14 +10,17 @@ waits for the one before it. Here up to ``concurrency`` notes are in flight at o
    stored or still in flight (their enrichment and embedding are known before they are written),
    never a later one. Concurrent;
 3. write, in input order: note ``i`` is written once every earlier note of its scope was written
-   or failed, in one transaction with its links and evolutions, as ``add`` writes.
+   or failed, with its links and evolutions, as ``add`` writes; the consecutive later notes whose
+   plans are ready go into the same statement and transaction (``_write_group``), in order.
 
 Scopes are independent: their notes interleave freely.
 
 Two in-flight notes that evolve the same neighbour. Both decisions saw the neighbour as it was; they
 are applied in order. When the later note is written, its planned update is re-checked against the
 neighbour's stored state (``rebase``): if the earlier note (or anyone) evolved it meanwhile, the
-update is applied on top of that result: a field the later note did not change keeps the current
+update is applied on top of that result (in a group write, on the state this ingest left it in,
+which the statement checks against the stored version; a mismatch rolls the group back and its
+notes are written one by one against the stored state): a field the later note did not change keeps the current
 value; tags and keywords get the later note's additions and removals; a context both changed takes
 the later note's, as sequential A-MEM's later evolution would; an update left with nothing to
 change is dropped (reported in ``rejected``). Every evolution keeps the values it replaced as a
@@ -41,11 +44,11 @@ import bisect
 import hashlib
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from graphmem.errors import GraphmemError, InvalidInputError, StoreUnavailableError
+from graphmem.errors import GraphmemError, InvalidInputError, StaleWriteError, StoreUnavailableError
 from graphmem.models import (
     AddResult,
     ConstructedNote,
@@ -69,6 +72,7 @@ log = logging.getLogger(__name__)
 
 OnItem = Callable[[IngestItem], None]
 _LOOKUP_CHUNK = 5000
+_GROUP_MAX = 32  # notes per write statement: bounds a statement's size and a failed group's redo
 
 
 def derive_id(scope: Scope, item: NoteInput, occurrence: int) -> str | None:
@@ -116,6 +120,27 @@ def rebase(update: NeighbourEvolution, current: Note) -> NeighbourEvolution | No
 
 def _same_state(a: Note, b: Note) -> bool:
     return (a.version, a.context, a.tags, a.keywords) == (b.version, b.context, b.tags, b.keywords)
+
+
+def _evolved(u: NeighbourEvolution, version: int) -> Note:
+    """The neighbour as an evolution leaves it."""
+    return u.before.model_copy(update={**u.after(), "version": version})
+
+
+@dataclass
+class _Ready:
+    """A note whose plan is ready, waiting for its turn to write; ``done`` gets (result, rebased,
+    notes in its write statement) once its transaction committed."""
+
+    index: int
+    built: ConstructedNote
+    plan: EvolutionPlan
+    embedded: dict[str, list[float]]
+    done: asyncio.Future[tuple[AddResult, int, int]]
+
+    def fail(self, exc: BaseException) -> None:
+        if not self.done.done():
+            self.done.set_exception(exc)
 
 
 @dataclass
@@ -217,6 +242,9 @@ class _ScopeRun:
         self.stored_positions: list[int] = []  # their positions, sorted
         self.outside: set[str] = set()  # FOLLOWS targets outside the batch, stored in the scope
         self.warnings: list[str] = []
+        self.ready: dict[int, _Ready] = {}  # plans ready, waiting for their turn to write
+        self.committed: set[int] = set()  # written by this run (before their items are reported)
+        self.known: dict[str, Note] = {}  # neighbours this run evolved, as it left them
 
     # --- the run ------------------------------------------------------------------------------
 
@@ -332,17 +360,132 @@ class _ScopeRun:
             plan = await self.svc.decide_links(built, neighbours=neighbours)
         # embedded now, while waiting for the turn to write; a rebased neighbour is embedded again
         embedded = await self.svc.embed_updates(plan, built.usage) if plan.updates else {}
-        await self.written.reach(i)  # every earlier note is written (or failed): A-MEM's order
-        plan, rebased = await self._rebase(plan)
-        follows = item.follows if item.follows is not None and self._written(item.follows, i) else None
+        ready = _Ready(i, built, plan, embedded, asyncio.get_running_loop().create_future())
+        self.ready[i] = ready
         try:
-            result = await self.svc.write_note(built, plan, follows=follows, embedded=embedded)
+            await self.written.reach(i)  # every earlier note is written (or failed): A-MEM's order
+            if not ready.done.done():  # no earlier note's group took this one: lead a group
+                await self._write_group(ready)
+            result, rebased, together = await ready.done
         finally:
-            self.in_flight.pop(i, None)
+            self.ready.pop(i, None)
         result.usage.total_seconds = time.perf_counter() - started
         done = self._from_result(i, result, candidates, rebased)
-        done.settled_before = settled
+        done.settled_before, done.written_with = settled, together
         return done
+
+    # --- the ordered write step -------------------------------------------------------------------
+
+    async def _write_group(self, first: _Ready) -> None:
+        """Write ``first`` (whose turn it is) and the consecutive later notes whose plans are ready
+        too, in order, in one statement and transaction (``write_notes``); their futures get the
+        results only after the commit. When the group write fails, each note is written alone, in
+        order, its evolutions re-checked against the stored neighbours (``_write_alone``): one bad
+        note fails alone, and an evolution by someone outside the ingest is rebased, not lost."""
+        group = [first]
+        j = first.index + 1
+        while len(group) < _GROUP_MAX:
+            nxt = self.ready.get(j)
+            if nxt is not None and not nxt.done.done():
+                group.append(nxt)
+            elif j not in self.written.settled:  # not ready yet: the group ends before it
+                break
+            j += 1  # a note that failed or was stored before does not end the group
+        try:
+            try:
+                await self._write_together(group)
+            except asyncio.CancelledError:
+                raise
+            except StoreUnavailableError as exc:
+                for r in group:
+                    r.fail(exc)
+            except Exception as exc:
+                if not isinstance(exc, StaleWriteError):
+                    log.warning("ingest write of %d notes failed (%s); writing them one by one", len(group), exc)
+                for r in group:
+                    await self._write_alone(r)
+        finally:
+            for r in group:  # cancelled mid-way: the members' tasks must not wait forever
+                if not r.done.done():
+                    r.done.cancel()
+
+    async def _write_together(self, group: Sequence[_Ready]) -> None:
+        """One statement for the group. Evolutions are rebased on what this ingest wrote (``known``,
+        and the group's earlier notes), without reading; the statement checks each neighbour's
+        version and rolls everything back (StaleWriteError) when someone else changed it."""
+        overlay: dict[str, Note] = {}
+        writes: list[tuple[ConstructedNote, EvolutionPlan, str | None, Mapping[str, Sequence[float]] | None]] = []
+        plans: list[tuple[EvolutionPlan, int]] = []
+        before: set[int] = set()
+        for r in group:
+            plan, rebased = self._rebase_known(r.plan, overlay)
+            writes.append((r.built, plan, self._follows(r.index, before), r.embedded))
+            plans.append((plan, rebased))
+            before.add(r.index)
+            for u in plan.updates:  # what the statement will have made of the neighbour
+                overlay[u.before.id] = _evolved(u, u.before.version + 1)
+        results = await self.svc.write_notes(writes)
+        for r, (plan, rebased), result in zip(group, plans, results, strict=True):
+            self._committed(r, plan, result)
+            r.done.set_result((result, rebased, len(group)))
+
+    async def _write_alone(self, r: _Ready) -> None:
+        try:
+            plan, rebased = await self._rebase(r.plan)
+            result = await self.svc.write_note(
+                r.built, plan, follows=self._follows(r.index, set()), embedded=r.embedded
+            )
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            r.fail(exc)
+            return
+        self._committed(r, plan, result)
+        r.done.set_result((result, rebased, 1))
+
+    def _committed(self, r: _Ready, plan: EvolutionPlan, result: AddResult) -> None:
+        """Bookkeeping once a note's transaction committed: it leaves the in-flight set (a later
+        note finds it stored), and the neighbours it evolved are known in their new state."""
+        self.in_flight.pop(r.index, None)
+        if not result.created:
+            return
+        self.committed.add(r.index)
+        versions = {c.note_id: c.after["version"] for c in result.evolved}
+        for u in plan.updates:
+            if u.before.id in versions:
+                self.known[u.before.id] = _evolved(u, int(versions[u.before.id]))
+
+    def _rebase_known(self, plan: EvolutionPlan, overlay: Mapping[str, Note]) -> tuple[EvolutionPlan, int]:
+        """``_rebase`` on the neighbour states this ingest wrote (no read); a neighbour it did not
+        evolve is taken as the plan saw it, which the write statement checks."""
+        if not plan.updates:
+            return plan, 0
+        updates: list[NeighbourEvolution] = []
+        rejected = list(plan.rejected)
+        rebased = 0
+        for u in plan.updates:
+            current = overlay.get(u.before.id) or self.known.get(u.before.id)
+            if current is None or _same_state(current, u.before):
+                updates.append(u)
+                continue
+            rebased += 1
+            moved = rebase(u, current)
+            if moved is None:
+                rejected.append(f"update of {u.before.id[:40]!r} dropped: an earlier note already made it")
+            else:
+                updates.append(moved)
+        return EvolutionPlan(links=plan.links, updates=updates, rejected=rejected), rebased
+
+    def _follows(self, i: int, group_before: set[int]) -> str | None:
+        """Item ``i``'s FOLLOWS target when it is stored by the time ``i`` is written (an earlier
+        note of the same group counts: the statement writes it first)."""
+        target = self.items[i].follows
+        if target is None:
+            return None
+        j = self.position.get(target)
+        if j is not None and j in group_before:
+            return target
+        return target if self._written(target, i) else None
 
     # --- ordering helpers ----------------------------------------------------------------------
 
@@ -361,6 +504,8 @@ class _ScopeRun:
         j = self.position.get(target)
         if j is None:
             return target in self.outside
+        if j in self.committed:
+            return j < i
         result = self.results[j]
         return j < i and result is not None and result.status in (IngestStatus.ADDED, IngestStatus.EXISTING)
 

@@ -33,6 +33,7 @@ from graphmem.llm.prompts import answer_messages
 from graphmem.models import (
     LIMITS,
     MANUAL_CAUSE,
+    AddOutcome,
     AddResult,
     AddWrite,
     AskResult,
@@ -389,30 +390,79 @@ class AsyncMemoryService:
         a FOLLOWS link to ``follows``) and the evolutions in one transaction. Idempotent by id.
         ``embedded``: vectors computed ahead, by the text they embed (``embed_updates``); a neighbour
         whose text is not there is embedded here."""
+        write, plan = await self._add_write(built, plan, follows, embedded)
+        t0 = time.perf_counter()
+        outcome = await self.store.add(write)
+        built.usage.store_seconds += time.perf_counter() - t0
+        return await self._add_result(built, plan, outcome)
+
+    async def write_notes(
+        self, writes: Sequence[tuple[ConstructedNote, EvolutionPlan, str | None, Mapping[str, Sequence[float]] | None]]
+    ) -> builtins.list[AddResult]:
+        """``write_note`` for several notes of one scope in ONE statement and transaction, in order
+        (a later note may link to or evolve an earlier one of the same call). Each item: the
+        constructed note, its plan, its FOLLOWS target (or None), its vectors computed ahead. An
+        update whose neighbour has a ``NeighbourEvolution.before.version`` is checked against it:
+        when any neighbour changed meanwhile nothing is written (StaleWriteError)."""
+        if not writes:
+            return []
+        built_plans: list[tuple[ConstructedNote, EvolutionPlan]] = []
+        adds: list[AddWrite] = []
+        for built, plan, follows, embedded in writes:
+            write, full = await self._add_write(built, plan, follows, embedded, checked=True)
+            adds.append(write)
+            built_plans.append((built, full))
+        t0 = time.perf_counter()
+        outcomes = await self.store.add_group(adds)
+        share = (time.perf_counter() - t0) / len(adds)
+        results = []
+        for (built, plan), outcome in zip(built_plans, outcomes, strict=True):
+            built.usage.store_seconds += share
+            results.append(await self._add_result(built, plan, outcome))
+        return results
+
+    async def _add_write(
+        self,
+        built: ConstructedNote,
+        plan: EvolutionPlan,
+        follows: str | None,
+        embedded: Mapping[str, Sequence[float]] | None,
+        *,
+        checked: bool = False,
+    ) -> tuple[AddWrite, EvolutionPlan]:
+        """What the store writes for one add (the evolved neighbours re-embedded: the original left the
+        index stale for 100 evolutions), and the plan with its FOLLOWS link. ``checked``: each update
+        carries the neighbour version it was planned on."""
         usage, note = built.usage, built.note
         plan = evolve.with_follows(plan, note.id, follows)
         evolved = evolve.evolved_notes(plan)
-        # Re-embedded now: the original left the index stale for 100 evolutions.
         texts = [self._embed_text(n) for n in evolved]
         ready = embedded or {}
         missing = [t for t in texts if t not in ready]
         fresh = dict(zip(missing, await self._embed(missing, usage), strict=True))
         vectors = [list(ready[t]) if t in ready else fresh[t] for t in texts]
         updates = [
-            NeighbourUpdate(note_id=n.id, context=n.context, tags=n.tags, keywords=n.keywords, embedding=v)
-            for n, v in zip(evolved, vectors, strict=True)
-        ]
-        t0 = time.perf_counter()
-        outcome = await self.store.add(
-            AddWrite(
-                note=note,
-                embedding=built.embedding,
-                links=plan.links,
-                updates=updates,
-                variant=self.settings.embed_text_variant,
+            NeighbourUpdate(
+                note_id=n.id,
+                context=n.context,
+                tags=n.tags,
+                keywords=n.keywords,
+                embedding=v,
+                expected_version=u.before.version if checked else None,
             )
+            for n, v, u in zip(evolved, vectors, plan.updates, strict=True)
+        ]
+        write = AddWrite(
+            note=note,
+            embedding=built.embedding,
+            links=plan.links,
+            updates=updates,
+            variant=self.settings.embed_text_variant,
         )
-        usage.store_seconds += time.perf_counter() - t0
+        return write, plan
+
+    async def _add_result(self, built: ConstructedNote, plan: EvolutionPlan, outcome: AddOutcome) -> AddResult:
+        usage, note = built.usage, built.note
         if not outcome.created:  # a concurrent add of the same id won the race: idempotent, nothing written
             existing = await self.store.get(note.id, note.scope)
             if existing is None:  # deleted again meanwhile

@@ -183,6 +183,11 @@ class MemoryService:
     ) -> AddResult:
         return self._loop.run(self.aio.write_note(built, plan, follows=follows, embedded=embedded))
 
+    def write_notes(
+        self, writes: Sequence[tuple[ConstructedNote, EvolutionPlan, str | None, Mapping[str, Sequence[float]] | None]]
+    ) -> builtins.list[AddResult]:
+        return self._loop.run(self.aio.write_notes(writes))
+
     def embed_updates(self, plan: EvolutionPlan, usage: Usage | None = None) -> dict[str, builtins.list[float]]:
         return self._loop.run(self.aio.embed_updates(plan, usage))
 

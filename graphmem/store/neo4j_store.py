@@ -28,6 +28,7 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_delay, wait_e
 from graphmem import queries
 from graphmem._version import __version__
 from graphmem.config import Settings
+from graphmem.errors import StaleWriteError
 from graphmem.models import (
     FOLLOWS_REASON,
     AddEffects,
@@ -316,6 +317,57 @@ class Neo4jNoteStore:
                 )
                 written = _written(write.links, lrows, now, write.note.id)
             return AddOutcome(created=True, links=written, versions=versions)
+
+        return await self._in_write(work)
+
+    async def add_group(self, writes: Sequence[AddWrite]) -> list[AddOutcome]:
+        """Several adds in ONE statement and transaction, applied in list order (a later write sees
+        the earlier ones: it may link to or evolve their notes). All or nothing: when an update
+        names an ``expected_version`` and its neighbour is gone or at another version, nothing is
+        written and StaleWriteError is raised. Each write is confined to its note's scope, as in
+        ``add``; an id already stored in its scope writes nothing of that write (``created`` False).
+        """
+        if not writes:
+            return []
+        now = utcnow()
+        rows = [
+            {
+                "note": note_params(w.note, w.variant),
+                "embedding": w.embedding,
+                "updates": [
+                    {
+                        "id": u.note_id,
+                        "uid": uuid.uuid4().hex,
+                        "context": u.context,
+                        "tags": u.tags,
+                        "keywords": u.keywords,
+                        "embedding": u.embedding,
+                        "expected_version": u.expected_version,
+                    }
+                    for u in w.updates
+                ],
+                "links": [link_row(x) for x in w.links],
+            }
+            for w in writes
+        ]
+        q = self.query("notes/add_group")
+
+        async def work(tx: AsyncManagedTransaction) -> list[AddOutcome]:
+            out = await self._rows(tx, q, {"writes": rows, "now": now})
+            outcomes: list[AddOutcome] = []
+            for w, row in zip(writes, out, strict=True):
+                if not row["created"]:
+                    outcomes.append(AddOutcome(created=False))
+                    continue
+                versions = {v["id"]: v["version"] for v in row["versions"]}
+                stale = [v["id"] for v in row["versions"] if not v["ok"]]
+                stale += [u.note_id for u in w.updates if u.expected_version is not None and u.note_id not in versions]
+                if stale:  # raised inside the transaction function: the driver rolls it back
+                    raise StaleWriteError(f"neighbours changed or gone since the plan: {sorted(stale)[:5]}")
+                outcomes.append(
+                    AddOutcome(created=True, links=_written(w.links, row["links"], now, w.note.id), versions=versions)
+                )
+            return outcomes
 
         return await self._in_write(work)
 

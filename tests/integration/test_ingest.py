@@ -14,9 +14,20 @@ from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatResult
 
-from graphmem.errors import InvalidInputError
+from graphmem.errors import InvalidInputError, StaleWriteError
 from graphmem.evaluation.ingest_bench import order_violations
-from graphmem.models import EnrichmentStatus, IngestItem, IngestStatus, NoteInput, Scope
+from graphmem.models import (
+    EnrichmentStatus,
+    EvolutionPlan,
+    IngestItem,
+    IngestStatus,
+    Link,
+    LinkType,
+    NeighbourEvolution,
+    Note,
+    NoteInput,
+    Scope,
+)
 from tests.fakes import Responder, ScriptedChatModel, amem_responder, shown_ids, step_of, tool_reply
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -286,11 +297,10 @@ async def test_per_item_errors_do_not_stop_the_batch(make_service: Any, scope: S
         stored = graph.q("MATCH (n:Note {user_id: $u}) RETURN n.id AS id", u=scope.user_id)
         assert {r["id"] for r in stored} == {x.note_id for x in report.items if x.status == IngestStatus.ADDED}
         assert report.summary()["failed"] == 5 and report.summary()["pending"] == 1
-        # the other scope's note of that id is untouched
-        theirs = graph.q(
-            "MATCH (n:Note {id: $id, user_id: $u}) RETURN n.content AS c", id=taken.note.id, u=other.user_id
+        theirs = graph.q("MATCH (n:Note {id: $id}) RETURN n.user_id AS u, n.content AS c", id=taken.note.id)
+        assert sorted((r["u"], r["c"]) for r in theirs) == sorted(
+            [(other.user_id, "A note of another scope."), (scope.user_id, PETS[1])]
         )
-        assert theirs == [{"c": "A note of another scope."}]
     finally:
         graph.q("MATCH (n) WHERE n.user_id = $u DETACH DELETE n", u=other.user_id)
 
@@ -340,6 +350,16 @@ class FailingWrites:
         self._left -= 1
         return await self._store.add(write)
 
+    async def add_group(self, writes: Any) -> Any:
+        if self._left <= 0:
+            from graphmem.errors import StoreUnavailableError
+
+            raise StoreUnavailableError("Neo4j went away (test)")
+        if len(writes) > self._left:  # a group across the outage: refused, so written note by note
+            raise RuntimeError("group refused (test)")
+        self._left -= len(writes)
+        return await self._store.add_group(writes)
+
 
 async def test_a_store_outage_stops_the_batch_and_reports_the_rest(make_service: Any, scope: Scope, graph: Any) -> None:
     from graphmem.service.memory import AsyncMemoryService
@@ -358,3 +378,141 @@ async def test_a_store_outage_stops_the_batch_and_reports_the_rest(make_service:
     # Neo4j back: the rerun adds exactly the rest.
     again = await base.ingest(items, scope, concurrency=2)
     assert [x.status for x in again.items] == [IngestStatus.EXISTING] * 2 + [IngestStatus.ADDED] * 4
+
+
+async def test_a_group_write_is_one_ordered_all_or_nothing_statement(
+    make_service: Any, scope: Scope, graph: Any
+) -> None:
+    """``write_notes``: several notes in one statement, in order (a later one links to and evolves an
+    earlier one of the same call, each evolution keeping a version); a stale plan writes nothing."""
+    svc, _ = await make_service()
+    built = [
+        await svc.construct_note(c, scope, note_id=f"{scope.user_id}-g{i}", enrich=False)
+        for i, c in enumerate(PETS[:3])
+    ]
+    first = built[0].note
+
+    def evolve_first(before: Note, tag: str) -> EvolutionPlan:
+        return EvolutionPlan(
+            links=[Link(source_id="", target_id=first.id, type=LinkType.ELABORATES, reason="Pixel", strength=0.8)],
+            updates=[
+                NeighbourEvolution(before=before, context=f"Pixel, {tag}.", tags=[*before.tags, tag], keywords=[])
+            ],
+        )
+
+    second_view = first.model_copy(update={"context": "Pixel, second.", "tags": [*first.tags, "second"], "version": 2})
+    results = await svc.write_notes(
+        [
+            (built[0], EvolutionPlan(), None, None),
+            (built[1], evolve_first(first, "second"), first.id, None),
+            (built[2], evolve_first(second_view, "third"), None, None),
+        ]
+    )
+    assert [r.created for r in results] == [True, True, True]
+    assert [x.type for x in results[1].links] == [LinkType.ELABORATES, LinkType.FOLLOWS]
+    assert results[2].evolved[0].before["version"] == 2 and results[2].evolved[0].after["version"] == 3
+    node = graph.q("MATCH (n:Note {id: $id}) RETURN n", id=first.id)[0]["n"]
+    assert (node["version"], node["context"], node["tags"][-2:]) == (3, "Pixel, third.", ["second", "third"])
+    versions = graph.q("MATCH (:Note {id: $id})-[:PREVIOUS_VERSION]->(v) RETURN v ORDER BY v.version", id=first.id)
+    assert [(v["v"]["version"], v["v"]["changed_by"]) for v in versions] == [
+        (1, built[1].note.id),
+        (2, built[2].note.id),
+    ]
+
+    # Planned on version 1, which is gone: the whole statement is rolled back.
+    late = [await svc.construct_note(PETS[k], scope, note_id=f"{scope.user_id}-g{k}", enrich=False) for k in (3, 4)]
+    with pytest.raises(StaleWriteError):
+        await svc.write_notes([(late[0], EvolutionPlan(), None, None), (late[1], evolve_first(first, "x"), None, None)])
+    assert graph.q("MATCH (n:Note {id: $id}) RETURN n", id=late[0].note.id) == []
+    assert graph.q("MATCH (n:Note {id: $id}) RETURN n.version AS v", id=first.id)[0]["v"] == 3
+
+
+async def test_notes_whose_plans_are_ready_are_written_together(make_service: Any, scope: Scope, graph: Any) -> None:
+    """The first note's decision is held until the three later ones have theirs: all four are then
+    written in one statement, in order, and each is acknowledged after it."""
+    returned: list[str] = []
+    base = amem_responder(evolve=False)
+
+    def respond(messages: list[BaseMessage]) -> AIMessage:
+        if step_of(messages) == "evolve":
+            returned.append(content_of(messages))
+        return base(messages)
+
+    async def gate(messages: list[BaseMessage]) -> None:
+        if step_of(messages) == "evolve" and PETS[1] in content_of(messages):
+            for _ in range(600):  # until the later notes' decisions came back (at most 30 s)
+                if len(returned) >= 3:
+                    break
+                await asyncio.sleep(0.05)
+            await asyncio.sleep(0.5)  # their tasks finish their plans on the loop meanwhile
+
+    svc, _ = await gated_service(make_service, respond, gate)
+    first = await svc.add(PETS[0], scope, note_id=f"{scope.user_id}-w0")
+    items = [NoteInput(content=c, note_id=f"{scope.user_id}-w{i}") for i, c in enumerate(PETS[1:5], start=1)]
+    report = await svc.ingest(items, scope, concurrency=4)
+    assert [x.status for x in report.items] == [IngestStatus.ADDED] * 4
+    assert [x.written_with for x in report.items] == [4, 4, 4, 4]
+    # every later note was decided with the earlier ones in flight, and links to them
+    assert all(set(x.candidates) >= {first.note.id} for x in report.items)
+    stored = graph.q("MATCH (n:Note {user_id: $u}) RETURN count(n) AS n", u=scope.user_id)[0]["n"]
+    assert stored == 5
+
+
+async def test_an_evolution_from_outside_the_ingest_is_rebased_not_lost(
+    make_service: Any, scope: Scope, graph: Any
+) -> None:
+    """Between the decision and the write someone else evolves the neighbour: the group statement
+    finds its version moved and rolls back; the note is then written alone, rebased on the stored
+    state, and every version is kept."""
+    plain, _ = await make_service()
+    neighbour = (await plain.add("Maya's kitten Pixel is grey and very playful.", scope)).note
+    base = evolving_responder(neighbour.id)
+
+    def respond(messages: list[BaseMessage]) -> AIMessage:
+        reply = base(messages)
+        if step_of(messages) == "evolve":  # decided on version 1; now someone else makes version 2
+            graph.q(
+                "MATCH (n:Note {id: $id}) SET n.version = n.version + 1, n.tags = n.tags + ['outside']", id=neighbour.id
+            )
+        return reply
+
+    svc, _ = await gated_service(make_service, respond, None)
+    items = [NoteInput(content="A: Pixel the grey kitten now weighs two kilos.", note_id=f"{scope.user_id}-a")]
+    report = await svc.ingest(items, scope, concurrency=2)
+    (a,) = report.items
+    assert a.status == IngestStatus.ADDED and a.rebased == 1 and a.written_with == 1
+    node = graph.q("MATCH (n:Note {id: $id}) RETURN n", id=neighbour.id)[0]["n"]
+    assert node["version"] == 3
+    assert node["tags"] == ["conversation", "personal", "outside", "tag-a"]  # the outside change kept
+    assert node["context"] == EVOLVED_CONTEXT["A"]
+
+
+class RefusedGroups:
+    """The real store through the port, refusing every group write (a statement Neo4j rejects)."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    async def add_group(self, writes: Any) -> Any:
+        raise RuntimeError("group refused (test)")
+
+
+async def test_a_failed_group_write_falls_back_to_one_note_at_a_time(
+    make_service: Any, scope: Scope, graph: Any
+) -> None:
+    from graphmem.service.memory import AsyncMemoryService
+
+    base, _ = await make_service()
+    svc = AsyncMemoryService(base.settings, RefusedGroups(base.store), base.embedder, GatedModel(amem_responder()))
+    items = [
+        NoteInput(content=c, note_id=f"{scope.user_id}-r{i}", follows=f"{scope.user_id}-r{i - 1}" if i else None)
+        for i, c in enumerate(PETS)
+    ]
+    report = await svc.ingest(items, scope, concurrency=4)
+    assert [x.status for x in report.items] == [IngestStatus.ADDED] * len(PETS)
+    assert {x.written_with for x in report.items} == {1}
+    chain = graph.q("MATCH (a:Note {user_id: $u})-[:FOLLOWS]->(b:Note) RETURN count(*) AS n", u=scope.user_id)
+    assert chain[0]["n"] == len(PETS) - 1
