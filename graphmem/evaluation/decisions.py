@@ -443,6 +443,9 @@ def settings_summary(settings: Any) -> dict[str, Any]:
         "enable_links": settings.enable_links,
         "enable_evolution": settings.evolution_enabled,
         "neighbour_k": settings.neighbour_k,
+        "link_decision": settings.resolved_link_decision,
+        "link_candidates": settings.link_candidates,
+        "link_threshold": settings.link_threshold,
         "embed_text_variant": settings.embed_text_variant,
     }
 
@@ -494,7 +497,13 @@ def decisions_markdown(result: dict[str, Any]) -> str:
         "",
         f"Model `{c['llm_model']}` ({c['llm_provider']}), temperature {c['llm_temperature']}, links "
         f"{'on' if c['enable_links'] else 'off'}, evolution {'on' if c['enable_evolution'] else 'off'}, "
-        f"{c['neighbour_k']} neighbours shown; {o['conversations']} conversations, {o['turns']} turns; "
+        f"{c['neighbour_k']} neighbours shown, link decision {c.get('link_decision', '?')}"
+        + (
+            f" ({c['link_candidates']} candidates, P(yes) >= {c['link_threshold']})"
+            if c.get("link_decision") == "pairwise"
+            else ""
+        )
+        + f"; {o['conversations']} conversations, {o['turns']} turns; "
         f"run `{c['run_id']}` took {c['seconds']} s.",
         "",
         "| metric | value | target |",
