@@ -96,6 +96,10 @@ class Settings(BaseSettings):
     search_k: int = Field(10, ge=1, le=1000)
     search_mode: SearchMode = SearchMode.HYBRID
     links_per_hit: int = Field(3, ge=0, le=50)
+    # links/hybrid score this many candidates per leg (at least k) before the cut, so results nest across k.
+    search_pool: int = Field(40, ge=1, le=1000)
+    # hybrid: cosine points the best full-text match of a query gains (0: vector ranking only).
+    fulltext_weight: float = Field(0.3, ge=0.0, le=10.0)
     over_fetch_ratio: int = Field(4, ge=1, le=100)
     context_token_budget: int = Field(1000, ge=50, le=200_000)
 

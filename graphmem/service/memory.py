@@ -551,7 +551,7 @@ class AsyncMemoryService:
         """Top-k notes of the scope for a query; each hit says how it was found.
 
         mode: ``SearchMode`` or its value: "vector" (HNSW), "links" (vector + one hop along typed
-        links), "hybrid" (vector fused with full-text by reciprocal rank, + links; the default).
+        links), "hybrid" (vector fused with full-text by score, + links; the default).
         ``query_embedding`` skips embedding the query (benchmarks); ``usage`` collects the time.
         """
         k = self.settings.search_k if k is None else k
@@ -579,6 +579,8 @@ class AsyncMemoryService:
             filters=filters,
             over_fetch=self.settings.over_fetch_ratio,
             per_hit=self.settings.links_per_hit,
+            pool=self.settings.search_pool,
+            text_weight=self.settings.fulltext_weight,
         )
         usage.store_seconds += time.perf_counter() - t0
         if hits:

@@ -12,7 +12,6 @@ happen before, in the service. Records are mapped in ``records.py``, driver fail
 from __future__ import annotations
 
 import logging
-import re
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -39,12 +38,14 @@ from graphmem.models import (
     Restore,
     Scope,
     SearchFilters,
+    TextMatch,
     UndoOutcome,
     UndoWrite,
     utcnow,
 )
 from graphmem.queries import Query
 from graphmem.store.errors import Target, retryable, translate_errors
+from graphmem.store.fulltext import lucene_query
 from graphmem.store.records import (
     content_sha,
     evolution_from_record,
@@ -64,20 +65,9 @@ T = TypeVar("T")
 Rows = list[dict[str, Any]]
 QueryResolver = Callable[[str], Query]
 
-# Lucene special characters, escaped in user text before it reaches the full-text index.
-_LUCENE_SPECIAL = re.compile(r'([+\-&|!(){}\[\]^"~*?:\\/])')
-_WORD = re.compile(r"\w+", re.UNICODE)
 _MAX_FETCH = 4096  # above this, the exact in-scope scan is cheaper than a bigger ANN over-fetch
 _MAX_FETCH_TEXT = 65536  # full-text rows fetched at most to find k of one scope
 _READ_RETRY_S = 5.0  # as long as the driver retries managed transactions (max_transaction_retry_time)
-
-
-def lucene_query(text: str, max_terms: int = 32) -> str | None:
-    """OR of escaped words: user text never reaches Lucene's query syntax unescaped."""
-    words = _WORD.findall(text)[:max_terms]
-    if not words:
-        return None
-    return " OR ".join(_LUCENE_SPECIAL.sub(r"\\\1", w) for w in words)
 
 
 class Neo4jNoteStore:
@@ -199,6 +189,11 @@ class Neo4jNoteStore:
 
     async def vector_index_info(self) -> dict[str, Any] | None:
         rows = await self.run("schema/vector_index", name="note_embedding")
+        return rows[0] if rows else None
+
+    async def fulltext_index_info(self) -> dict[str, Any] | None:
+        """The full-text index's analyzer and state (None: no such index)."""
+        rows = await self.run("schema/fulltext_index", name="note_text")
         return rows[0] if rows else None
 
     # --- writes ---------------------------------------------------------------------------------
@@ -534,19 +529,33 @@ class Neo4jNoteStore:
         rows = await self.run_auto("search/vector_exact", **base)
         notes = [(note_from_record(r["note"]), float(r["cosine"])) for r in rows]
         ids = [n.id for n, _ in notes]
-        return notes, await self.expand_links(ids, scope, per_hit, exclude_ids=ids)
+        return notes, await self.expand_links(ids, scope, per_hit, exclude_ids=[])
 
     async def fulltext_search(
-        self, text: str, scope: Scope, k: int, *, filters: SearchFilters | None = None, over_fetch: int = 4
-    ) -> list[tuple[Note, float]]:
+        self,
+        text: str,
+        scope: Scope,
+        k: int,
+        *,
+        filters: SearchFilters | None = None,
+        over_fetch: int = 4,
+        embedding: Sequence[float] | None = None,
+    ) -> list[TextMatch]:
         lucene = lucene_query(text)
         if lucene is None or k <= 0:
             return []
         fetch_k = k * over_fetch * 4
+        vector = list(embedding) if embedding is not None else None
         while True:
             try:
                 rows = await self.run_auto(
-                    "search/fulltext", lucene=lucene, fetch_k=fetch_k, k=k, **scope.params(), **filter_params(filters)
+                    "search/fulltext",
+                    lucene=lucene,
+                    fetch_k=fetch_k,
+                    k=k,
+                    embedding=vector,
+                    **scope.params(),
+                    **filter_params(filters),
                 )
             except ClientError as exc:  # a query Lucene still cannot parse: no full-text hits, not a crash
                 log.warning("full-text query rejected: %s", exc.code)
@@ -555,7 +564,14 @@ class Neo4jNoteStore:
             # Enough hits, the index has no more matches, or so many other-scope matches that a
             # bigger fetch costs more than the hits are worth (vector search still covers the scope).
             if len(hits) >= k or rows[0]["fetched"] < fetch_k or fetch_k >= _MAX_FETCH_TEXT:
-                return [(note_from_record(h["note"]), float(h["score"])) for h in hits]
+                return [
+                    TextMatch(
+                        note_from_record(h["note"]),
+                        float(h["score"]),
+                        None if h["cosine"] is None else float(h["cosine"]),
+                    )
+                    for h in hits
+                ]
             fetch_k *= 4
 
     async def expand_links(
