@@ -129,7 +129,7 @@ class SearchMode(StrEnum):
 
     VECTOR  HNSW top-k by cosine inside the scope
     LINKS   vector, + one hop along typed links from each hit
-    HYBRID  vector fused with full-text by reciprocal rank, + one hop (the default)
+    HYBRID  vector fused with full-text by score (cosine + bounded BM25 boost), + one hop (the default)
     """
 
     VECTOR = "vector"

@@ -5,7 +5,7 @@ add:    construct (validate; LLM: keywords, context, tags; embed)        -> cons
            proposals validated into an EvolutionPlan)                     -> evolve.py
         -> re-embed evolved neighbours -> ONE write transaction (note, typed links, neighbour
            versions and updates).
-search: vector top-k in scope, + one hop along typed links, optionally fused with full-text (RRF)
+search: vector top-k in scope, + one hop along typed links, optionally fused with full-text (by score)
                                                                           -> retrieve.py
 ask:    search -> context within a token budget -> answer (LLM)          -> context.py
 

@@ -23,7 +23,7 @@ from graphmem.ports import NoteStore
 # gains this much, the others in proportion to their BM25. Tuned on the LoCoMo dev subset (see
 # docs/evaluation.md); a note the words match can outrank a note only by less than this.
 TEXT_WEIGHT = 0.3
-# Vector candidates scored before the cut (at least k; full-text: half as many): fixed, so that the
+# Vector candidates scored before the cut (at least k; full-text: a quarter): fixed, so that the
 # rankings for different k nest.
 RANK_POOL = 40
 # A linked note's score: parent score x link strength x this.
@@ -121,12 +121,12 @@ async def retrieve(
             embedding, scope, size, per_hit, filters=filters, over_fetch=over_fetch
         )
         return rank_with_links(as_hits(found, "vector"), linked, k, link_weight=link_weight)
-    # hybrid: both queries at once (Neo4j serves them on two threads). The full-text leg is half the
-    # pool whatever k is: its deeper matches were mostly common words, and a leg that grew with k
+    # hybrid: both queries at once (Neo4j serves them on two threads). The full-text leg is a quarter
+    # of the pool whatever k is: its deeper matches cost recall on LoCoMo, and a leg that grew with k
     # would change the ranking of the first candidates (the lists must nest across k).
     vector_hits, text_hits = await asyncio.gather(
         store.vector_search(embedding, scope, size, filters=filters, over_fetch=over_fetch),
-        store.fulltext_search(query, scope, max(1, pool // 2), filters=filters, embedding=embedding),
+        store.fulltext_search(query, scope, max(1, pool // 4), filters=filters, embedding=embedding),
     )
     hits = fuse(vector_hits, text_hits, text_weight)
     # Links may reach other hits: a hit's neighbour deep in the pool rises to its parent's score.

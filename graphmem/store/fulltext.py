@@ -4,9 +4,10 @@ Neo4j's built-in analyzers (5.26 and 2026) all stop the same 33 words (Lucene's
 ``ENGLISH_STOP_WORDS_SET``: "a", "the", "is", ...), which keep "I", "my", "do", "have", "what" and
 "you". Those words are in most conversational notes, so a query such as "What kind of dog do I
 have?" matched every first-person note and ranked them by how often they say "I". Custom analyzers
-need a server plugin; instead the query side drops a fuller list (the Snowball English list, the
-pieces contractions split into, and words that only shape a question), so only the words that
-carry the question's meaning reach the index.
+need a server plugin; instead the query side drops a fuller list (the Snowball English list and the
+pieces contractions split into), so only the words that carry the question's meaning reach the
+index. Words that only shape a question ("kind", "many", "type") were tried as stop words too and
+cost recall on LoCoMo (docs/evaluation.md), so they stay.
 """
 
 from __future__ import annotations
@@ -31,11 +32,7 @@ _PIECES = """
 s t m d ll ve re don didn doesn isn aren wasn weren hasn haven hadn won wouldn shan shouldn can couldn mustn
 cannot let will just now also
 """
-# Words that shape a question rather than name its subject ("what kind of", "how many times").
-_QUESTION = """
-kind kinds type types sort many much ever likely might may mention mentioned
-"""
-STOP_WORDS: frozenset[str] = frozenset((_SNOWBALL + _PIECES + _QUESTION).split())
+STOP_WORDS: frozenset[str] = frozenset((_SNOWBALL + _PIECES).split())
 
 
 def query_terms(text: str, max_terms: int = 32) -> list[str]:

@@ -39,16 +39,23 @@ def lucene_of(words: Sequence[str]) -> str | None:
     return " OR ".join(_LUCENE_SPECIAL.sub(r"\\\1", w) for w in words) if words else None
 
 
-def rewrites() -> dict[str, Callable[[str], str | None]]:
-    from graphmem.store.fulltext import _QUESTION, STOP_WORDS, lucene_query
+# Words that shape a question; a stop list with them was tried ("stop") and not kept.
+QUESTION_WORDS = frozenset(
+    ["kind", "kinds", "type", "types", "sort", "many", "much", "ever", "likely", "might", "may", "mention", "mentioned"]
+)
 
-    no_question = STOP_WORDS - set(_QUESTION.split())
+
+def rewrites() -> dict[str, Callable[[str], str | None]]:
+    """The query rewrites the cache holds full-text rows for (names are the cache's keys)."""
+    from graphmem.store.fulltext import STOP_WORDS, lucene_query
+
+    with_question = STOP_WORDS | QUESTION_WORDS
 
     def plain(q: str) -> str | None:
         return lucene_of(_WORD.findall(q))
 
     def stop(q: str) -> str | None:
-        return lucene_query(q)
+        return lucene_of([w for w in _WORD.findall(q) if w.lower() not in with_question])
 
     def stop_min(q: str) -> str | None:  # the analyzer's own 33 words only (what 'english' drops)
         lucene33 = {"a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it"}
@@ -56,8 +63,8 @@ def rewrites() -> dict[str, Callable[[str], str | None]]:
         lucene33 |= {"they", "this", "to", "was", "will", "with"}
         return lucene_of([w for w in _WORD.findall(q) if w.lower() not in lucene33])
 
-    def snowball(q: str) -> str | None:
-        return lucene_of([w for w in _WORD.findall(q) if w.lower() not in no_question])
+    def snowball(q: str) -> str | None:  # graphmem's list (Snowball + contraction pieces)
+        return lucene_query(q)
 
     return {"plain": plain, "stop": stop, "stop33": stop_min, "snowball": snowball}
 
@@ -135,11 +142,11 @@ async def build_cache(data: Path, out: Path, tag: str, index: str) -> None:
 class Cfg:
     name: str = "base"
     fusion: str = "score"  # "rrf" (before issue 14) or "score" (retrieve.fuse: cosine + text boost)
-    rewrite: str = "stop"  # a key of rewrites() (the query's words that reach the index)
+    rewrite: str = "snowball"  # a key of rewrites() (the query's words that reach the index)
     index: str = ""  # "" (note_text, 'english') or "-std" (the 'standard' analyzer's index)
-    text_weight: float = 0.15
+    text_weight: float = 0.3
     pool: int = 40  # vector candidates (k when k is larger)
-    text_pool: int = 20  # full-text candidates (fixed: a leg that grew with k broke the nesting)
+    text_pool: int = 10  # full-text candidates (fixed: a leg that grew with k broke the nesting)
     link_weight: float = 1.0
     per_hit: int = 3
     exclude_hits: bool = False  # links of a hit skip notes already in the pool (as the store does)
@@ -149,6 +156,12 @@ class Cfg:
 
 def _hit(c: Conv, nid: str, score: float) -> SearchHit:
     return SearchHit(note=c.notes[nid], score=score, found_by=["vector"])
+
+
+def _turn(n: Note) -> tuple[int, int]:
+    """(session, turn) of a LoCoMo note's source id 'D3:12'."""
+    s, _, i = (n.source_id or "D0:0")[1:].partition(":")
+    return (int(s), int(i))
 
 
 def rank(c: Conv, q: dict[str, Any], k: int, cfg: Cfg, cos_all: np.ndarray) -> list[str]:
@@ -172,6 +185,8 @@ def rank(c: Conv, q: dict[str, Any], k: int, cfg: Cfg, cos_all: np.ndarray) -> l
     for h in hits:
         got = [(m, s) for m, s in c.links.get(h.note.id, []) if not (cfg.exclude_hits and m in ids)]
         for m, s in got[: cfg.per_hit]:
+            if "prev_weight" in cfg.extra and _turn(c.notes[m]) < _turn(h.note):
+                s *= cfg.extra["prev_weight"]  # the earlier turn of the two (research only)
             via = LinkedVia(from_id=h.note.id, type=LinkType.FOLLOWS, strength=s)
             linked.append(LinkedNote(from_id=h.note.id, via=via, note=c.notes[m]))
     if cfg.cut == "pos":  # before issue 14: each hit followed by its links, in hit order
@@ -251,10 +266,30 @@ def _links() -> list[Cfg]:
 
 def _grid() -> list[Cfg]:
     out = []
-    for tp in (10, 20):
-        for lw in (1.0, 0.95, 0.9, 0.85, 0.8):
+    for tp in (10, 20, 40):
+        for lw in (1.0, 0.95, 0.9):
             out.append(Cfg(f"text_pool={tp} link_weight={lw}", text_pool=tp, link_weight=lw))
     return out
+
+
+def _check() -> list[Cfg]:
+    return [
+        Cfg("before: rrf, all words, hit then its links", fusion="rrf", rewrite="plain", cut="pos"),
+        Cfg("chosen: score w=.3, stop words, text_pool 20"),
+        Cfg("text_pool 10", text_pool=10),
+        Cfg("stop words without question words", rewrite="snowball"),
+        Cfg("analyzer 'standard'", index="-std"),
+        Cfg("link_weight .95", link_weight=0.95),
+    ]
+
+
+def _direction() -> list[Cfg]:
+    out = [Cfg("both turns at parent score")]
+    return out + [Cfg(f"earlier turn x{w}", extra={"prev_weight": w}) for w in (0.98, 0.95, 0.9, 0.8)]
+
+
+def _combined() -> list[Cfg]:
+    return [Cfg("text_pool 10 + stop words without question words", text_pool=10, rewrite="snowball")]
 
 
 SWEEPS: dict[str, Callable[[], list[Cfg]]] = {
@@ -263,6 +298,9 @@ SWEEPS: dict[str, Callable[[], list[Cfg]]] = {
     "weight": _weight,
     "links": _links,
     "grid": _grid,
+    "check": _check,
+    "direction": _direction,
+    "combined": _combined,
 }
 
 
