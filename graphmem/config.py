@@ -96,11 +96,13 @@ class Settings(BaseSettings):
     search_k: int = Field(10, ge=1, le=1000)
     search_mode: SearchMode = SearchMode.HYBRID
     links_per_hit: int = Field(3, ge=0, le=50)
-    # links/hybrid score this many vector candidates (at least k; full-text: a quarter) before the cut,
-    # so that the results for different k nest (budgeted recall monotone in k).
-    search_pool: int = Field(40, ge=1, le=1000)
-    # hybrid: cosine points the best full-text match of a query gains (0: vector ranking only).
-    fulltext_weight: float = Field(0.3, ge=0.0, le=10.0)
+    # A pool that does not depend on k makes the results for different k nest (budget recall monotone).
+    search_pool: int = Field(
+        40, ge=1, le=1000, description="links/hybrid: vector candidates ranked before the cut (full-text: a quarter)"
+    )
+    fulltext_weight: float = Field(
+        0.3, ge=0.0, le=10.0, description="hybrid: cosine points the best full-text match gains"
+    )
     over_fetch_ratio: int = Field(4, ge=1, le=100)
     context_token_budget: int = Field(1000, ge=50, le=200_000)
 
