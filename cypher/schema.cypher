@@ -1,11 +1,11 @@
 // Schema bootstrap: constraint first, then indexes. Idempotent (IF NOT EXISTS).
-// Params: $dimensions (int) - vector size of the configured embedder (384 for all-MiniLM-L6-v2);
-// $analyzer - the full-text index's Lucene analyzer (graphmem.store.schema.FULLTEXT_ANALYZER).
-CREATE CONSTRAINT note_id_unique IF NOT EXISTS FOR (n:Note) REQUIRE n.id IS UNIQUE;
+// Params: $analyzer - the full-text index's Lucene analyzer (graphmem.store.schema.FULLTEXT_ANALYZER).
+// The vector index differs by server line: schema/vector_index_create(.2026).cypher, run after these.
+// Note ids are unique per scope, not across scopes: another scope's ids can be neither refused nor
+// revealed (issue 16). Databases made before hold note_id_unique on n.id: schema/scoped_ids drops it.
+CREATE CONSTRAINT note_scope_id_unique IF NOT EXISTS
+FOR (n:Note) REQUIRE (n.id, n.user_id, n.agent_id, n.run_id) IS UNIQUE;
 CREATE CONSTRAINT note_version_uid_unique IF NOT EXISTS FOR (v:NoteVersion) REQUIRE v.uid IS UNIQUE;
-CREATE VECTOR INDEX note_embedding IF NOT EXISTS FOR (n:Note) ON n.embedding
-OPTIONS {indexConfig: {`vector.dimensions`: toInteger($dimensions), `vector.similarity_function`: 'cosine',
-  `vector.quantization.enabled`: true, `vector.hnsw.m`: 16, `vector.hnsw.ef_construction`: 100}};
 CREATE FULLTEXT INDEX note_text IF NOT EXISTS FOR (n:Note) ON EACH [n.content, n.context, n.keywords, n.tags]
 OPTIONS {indexConfig: {`fulltext.analyzer`: $analyzer}};
 CREATE INDEX note_scope IF NOT EXISTS FOR (n:Note) ON (n.user_id, n.agent_id, n.run_id);

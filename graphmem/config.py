@@ -15,7 +15,8 @@ from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_vali
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from graphmem.errors import ConfigError
-from graphmem.models import SearchMode
+from graphmem.models import LIMITS, SearchMode
+from graphmem.redaction import register_secret
 
 LocalModel = Literal["qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b"]
 ResolvedMethod = Literal["json_schema", "function_calling", "json_mode"]  # how structured output is asked for
@@ -24,6 +25,7 @@ EmbedTextVariant = Literal["full", "content", "amem"]
 Neo4jLine = Literal["5.26", "2026"]
 # The version of each line that graphmem tests and the local server fetches unless told otherwise.
 NEO4J_PINNED: dict[str, str] = {"5.26": "5.26.30", "2026": "2026.08.1"}
+LocalServer = Literal["auto", "llama-server", "llama-cpp-python"]
 
 
 def _default_home() -> Path:
@@ -85,15 +87,27 @@ class Settings(BaseSettings):
     local_llm_port: int = Field(8011, ge=1, le=65535)
     local_llm_threads: int = Field(2, ge=1, le=64)
     local_llm_ctx: int = Field(4096, ge=512, le=32768)
+    local_llm_server: LocalServer = "auto"
+    local_llm_parallel: int = Field(4, ge=1, le=64)
+    local_llm_max_wait: float = Field(1800.0, gt=0)
 
     # --- A-MEM algorithm and its ablation switches ---
     neighbour_k: int = Field(5, ge=0, le=50)
+    # How the LLM decides links (docs/evaluation.md has the measurements): "joint" is A-MEM's one call
+    # over all neighbours with typed links and neighbour updates; "pairwise" asks one yes/no question
+    # per nearest candidate; "auto" is pairwise for the local model and joint for other endpoints.
+    link_decision: Literal["auto", "joint", "pairwise"] = "auto"
+    link_candidates: int = Field(2, ge=1, le=50, description="pairwise: nearest neighbours judged")
+    link_threshold: float = Field(0.25, ge=0.0, le=1.0, description="pairwise: P(yes) needed for a link")
     enable_enrichment: bool = True
     enable_links: bool = True
-    enable_evolution: bool = True
+    # None: on, except with the local model, where it measured no gain (docs/evaluation.md, "Defaults").
+    enable_evolution: bool | None = Field(
+        None, description="LLM updates neighbours after a new note; unset = on, off for the local model"
+    )
     embed_text_variant: EmbedTextVariant = "full"
     max_content_chars: int = Field(8000, ge=1, le=1_000_000)
-    search_k: int = Field(10, ge=1, le=1000)
+    search_k: int = Field(10, ge=1, le=LIMITS.k_max)
     search_mode: SearchMode = SearchMode.HYBRID
     links_per_hit: int = Field(3, ge=0, le=50)
     # A pool that does not depend on k makes the results for different k nest (budget recall monotone).
@@ -104,7 +118,18 @@ class Settings(BaseSettings):
         0.3, ge=0.0, le=10.0, description="hybrid: cosine points the best full-text match gains"
     )
     over_fetch_ratio: int = Field(4, ge=1, le=100)
-    context_token_budget: int = Field(1000, ge=50, le=200_000)
+    in_index_over_fetch: int = Field(3, ge=1, le=100)
+    exact_scan_max_notes: int = Field(2000, ge=0, le=1_000_000)
+    context_token_budget: int = Field(1000, ge=LIMITS.token_budget_min, le=LIMITS.token_budget_max)
+    max_concurrent_reads: int = Field(
+        2, ge=1, le=256, description="searches, pages and exports one service runs at once (more wait)"
+    )
+    ingest_concurrency: int | None = Field(
+        None,
+        ge=1,
+        le=1024,
+        description="notes in flight in an agentic bulk ingest; unset = 8, or 2 for the local model",
+    )
 
     # --- REST / MCP ---
     api_keys: SecretStr | None = Field(
@@ -112,6 +137,22 @@ class Settings(BaseSettings):
         description="comma-separated keys; 'key=user/agent/run' binds a key to a scope",
     )
     auth_disabled: bool = False
+    http_max_body_bytes: int = Field(
+        1_048_576, ge=1024, le=64 * 1_048_576, description="largest REST request body in bytes (413 above)"
+    )
+    http_max_header_bytes: int = Field(
+        16_384, ge=1024, le=1_048_576, description="largest REST request line and headers in bytes (400 above)"
+    )
+    http_header_timeout: float = Field(
+        10.0, gt=0, le=600, description="seconds a REST client has to send a request's headers (408 after)"
+    )
+    http_body_timeout: float = Field(
+        30.0, gt=0, le=3600, description="seconds a REST client has to send a request's body (408 after)"
+    )
+    http_keepalive_timeout: int = Field(5, ge=1, le=600, description="seconds an idle REST connection stays open")
+    http_max_connections: int = Field(
+        100, ge=1, le=100_000, description="open REST connections at most (503 and closed above)"
+    )
     mcp_user_id: str = "default"
     mcp_agent_id: str = "default"
     mcp_run_id: str = "default"
@@ -122,6 +163,15 @@ class Settings(BaseSettings):
         schemes = ("bolt://", "bolt+s://", "bolt+ssc://", "neo4j://", "neo4j+s://", "neo4j+ssc://")
         if not value.startswith(schemes):
             raise ValueError(f"must start with one of {', '.join(schemes)}")
+        rest = value.split("://", 1)[1].split("?", 1)[0]
+        if "@" in rest:
+            # The driver refuses credentials in the URI and its error quotes the URI: the password
+            # would reach a traceback (issue 16). Refused here, without echoing the value.
+            register_secret(rest.rsplit("@", 1)[0].partition(":")[2])
+            raise ValueError(
+                "must not hold a user or password: put them in NEO4J_USERNAME and NEO4J_PASSWORD "
+                "(the URI is not repeated here because it holds a secret)"
+            )
         return value
 
     @field_validator("neo4j_database")
@@ -130,6 +180,17 @@ class Settings(BaseSettings):
         if not value or len(value) > 63:
             raise ValueError("must be a non-empty database name")
         return value
+
+    @model_validator(mode="after")
+    def _register_secrets(self) -> Settings:
+        """Every secret these settings hold is removed from logs and messages (``redaction.redact``)."""
+        for secret in (self.neo4j_password, self.llm_api_key):
+            if secret is not None:
+                register_secret(secret.get_secret_value())
+        if self.api_keys is not None:
+            for entry in self.api_keys.get_secret_value().split(","):
+                register_secret(entry.partition("=")[0].strip())
+        return self
 
     @model_validator(mode="after")
     def _check_provider(self) -> Settings:
@@ -170,10 +231,35 @@ class Settings(BaseSettings):
         return "local"
 
     @property
+    def evolution_enabled(self) -> bool:
+        """``enable_evolution``, or its default: off for the local model (the LoCoMo ablation measured
+        no gain from its evolutions, and each costs an LLM call and a drift risk), on otherwise."""
+        if self.enable_evolution is not None:
+            return self.enable_evolution
+        return self.resolved_llm_provider != "local"
+
+    @property
+    def resolved_link_decision(self) -> Literal["joint", "pairwise"]:
+        """``auto``: pairwise for the local model (small models judge one pair far better than a list)."""
+        if self.link_decision != "auto":
+            return self.link_decision
+        return "pairwise" if self.resolved_llm_provider == "local" else "joint"
+
+    @property
+    def resolved_ingest_concurrency(self) -> int:
+        """Notes in flight in an agentic bulk ingest. A one-slot local server queues what it cannot
+        serve, and a queued call counts against the LLM timeout: 2 keeps it busy without piling up."""
+        if self.ingest_concurrency is not None:
+            return self.ingest_concurrency
+        return 2 if self.resolved_llm_provider == "local" else 8
+
+    @property
     def neo4j_auth(self) -> tuple[str, str] | None:
         if self.neo4j_password is None:
             return None
-        return (self.neo4j_username, self.neo4j_password.get_secret_value())
+        password = self.neo4j_password.get_secret_value()
+        register_secret(password)  # also for settings made without validation (model_copy)
+        return (self.neo4j_username, password)
 
     @property
     def vector_dimensions(self) -> int:

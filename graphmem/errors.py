@@ -36,6 +36,10 @@ class ConflictError(GraphmemError):
     """The write conflicts with existing data (e.g. a client-given id already used elsewhere)."""
 
 
+class StaleWriteError(ConflictError):
+    """A write planned on a neighbour's state found it changed (or gone): nothing was written."""
+
+
 class StoreUnavailableError(GraphmemError):
     """Neo4j cannot be reached or refused the credentials; the message says which and how to fix it."""
 

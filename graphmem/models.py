@@ -14,10 +14,35 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from graphmem.errors import InvalidInputError
 
-ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:@\-]{0,127}$"
+# \Z, not $: under re.match, $ also matches before a final newline ("zz\n" would pass as "zz").
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:@\-]{0,127}\Z"
 _ID_RE = re.compile(ID_PATTERN)
 # C0 control characters other than tab, newline and carriage return, plus DEL: never stored.
 CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on every number and size a client sends, in one place: the service checks them for every
+    interface (Python API, CLI, LangChain, LangGraph) and the REST and MCP schemas declare them. They
+    also bound the largest answer: hits x (1 + links per hit) notes, pages of notes, links and versions
+    (tests/reliability/test_big_answers.py measures the server under the largest)."""
+
+    k_max: int = 100  # search / ask hits (each brings up to GRAPHMEM_LINKS_PER_HIT linked notes)
+    page_max: int = 100  # notes per page of a list
+    links_page_max: int = 1000  # links per page of a note's links (a link is a few hundred bytes)
+    history_page_max: int = 100  # versions per page of a note's history (a version holds the content)
+    items_page_max: int = 1000  # LangGraph store items, namespaces or scopes per page
+    offset_max: int = 10_000_000  # any offset: Neo4j's SKIP overflows at 2**63 (issue 16)
+    token_budget_min: int = 50  # the context `ask` builds, in tokens
+    token_budget_max: int = 32_000
+    repair_max: int = 1000  # notes one repair call re-enriches
+    batch_max: int = 10_000  # notes per bulk write transaction
+    metadata_keys: int = 32
+    metadata_value_chars: int = 1000
+
+
+LIMITS = Limits()
 
 
 def utcnow() -> datetime:
@@ -30,11 +55,18 @@ def new_note_id() -> str:
 
 def check_id(value: str, what: str = "id") -> str:
     """Ids and scope parts are short, printable tokens: no spaces, quotes or control characters."""
-    if not isinstance(value, str) or not _ID_RE.match(value):
+    if not isinstance(value, str) or not _ID_RE.fullmatch(value):
         raise InvalidInputError(
             f"{what} must be 1-128 characters of letters, digits and _ . : @ -, "
             f"starting with a letter or digit; got {value!r:.60}"
         )
+    return value
+
+
+def check_bound(value: Any, low: int, high: int, what: str) -> int:
+    """An integer in [low, high] (bools refused), or InvalidInputError naming the bounds."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InvalidInputError(f"{what} must be an integer from {low} to {high}; got {str(value)[:40]}")
     return value
 
 
@@ -315,6 +347,7 @@ class AddResult(BaseModel):
     links: list[Link] = Field(default_factory=list)
     evolved: list[NeighbourChange] = Field(default_factory=list)
     rejected: list[str] = Field(default_factory=list)  # LLM proposals refused (bad id/type), why
+    candidates: list[str] = Field(default_factory=list)  # ids of the neighbours the link decision was shown
     usage: Usage = Field(default_factory=Usage)
 
 
@@ -374,6 +407,72 @@ class NoteInput(BaseModel):
     follows: str | None = None  # id of the previous turn (in this batch or already stored): a FOLLOWS link
 
 
+class IngestStatus(StrEnum):
+    """What an agentic bulk ingest did with one item."""
+
+    ADDED = "added"  # stored now (enriched, or PENDING when the LLM failed: nothing is lost)
+    EXISTING = "existing"  # its id was already stored in the scope (a resumed ingest): left as it is
+    FAILED = "failed"  # refused or not written (see error); a rerun retries it
+    SKIPPED = "skipped"  # not attempted: the batch stopped (store unavailable, cancelled); a rerun retries it
+
+
+class IngestItem(BaseModel):
+    """The outcome of one item of an agentic bulk ingest (``AsyncMemoryService.ingest``)."""
+
+    index: int  # position in the caller's items
+    scope: Scope
+    note_id: str | None = None  # the note's id (given, or derived: see ``ingest``); None when invalid
+    status: IngestStatus
+    error: str | None = None
+    enrichment: EnrichmentStatus | None = None
+    links: list[Link] = Field(default_factory=list)
+    evolved: list[NeighbourChange] = Field(default_factory=list)
+    rejected: list[str] = Field(default_factory=list)  # LLM proposals refused, and rebase notes
+    rebased: int = 0  # planned neighbour updates rebased onto an earlier note's evolution
+    candidates: list[str] = Field(default_factory=list)  # ids the link/evolution step was offered
+    # for audits of the order rule: how many of the batch's first items were settled (written or
+    # failed) when the candidates were chosen; the later earlier ones were still in flight
+    settled_before: int | None = None
+    written_with: int | None = None  # notes written in the same statement and transaction as this one
+    usage: Usage = Field(default_factory=Usage)
+
+
+class IngestReport(BaseModel):
+    """Every item's outcome, in the caller's order, and the totals."""
+
+    items: list[IngestItem] = Field(default_factory=list)
+    seconds: float = 0.0  # wall time of the whole ingest
+    usage: Usage = Field(default_factory=Usage)  # summed over the items added
+    warnings: list[str] = Field(default_factory=list)  # batch-level trouble a rerun repairs
+
+    def count(self, status: IngestStatus) -> int:
+        return sum(1 for x in self.items if x.status == status)
+
+    @property
+    def added(self) -> int:
+        return self.count(IngestStatus.ADDED)
+
+    @property
+    def failed(self) -> list[IngestItem]:
+        return [x for x in self.items if x.status in (IngestStatus.FAILED, IngestStatus.SKIPPED)]
+
+    def summary(self) -> dict[str, Any]:
+        """Counts by status, LLM-failure marks, and the rate: what the CLI and REST print."""
+        added = [x for x in self.items if x.status == IngestStatus.ADDED]
+        return {
+            "items": len(self.items),
+            **{s.value: self.count(s) for s in IngestStatus},
+            "pending": sum(1 for x in added if x.enrichment == EnrichmentStatus.PENDING),
+            "links": sum(len(x.links) for x in added),
+            "evolved": sum(len(x.evolved) for x in added),
+            "rejected": sum(len(x.rejected) for x in added),
+            "rebased": sum(x.rebased for x in added),
+            "seconds": round(self.seconds, 3),
+            "notes_per_s": round(len(added) / self.seconds, 3) if self.seconds > 0 else None,
+            "tokens": self.usage.total_tokens,
+        }
+
+
 # --- the steps of an add, and what the service hands the store ------------------------------------
 
 
@@ -407,6 +506,7 @@ class EvolutionPlan:
     links: list[Link] = field(default_factory=list)
     updates: list[NeighbourEvolution] = field(default_factory=list)
     rejected: list[str] = field(default_factory=list)
+    candidates: list[str] = field(default_factory=list)  # ids of the neighbours the decision was shown
 
 
 @dataclass
@@ -418,6 +518,7 @@ class NeighbourUpdate:
     tags: list[str]
     keywords: list[str]
     embedding: list[float]
+    expected_version: int | None = None  # the neighbour's version the update was planned on (None: unchecked)
 
 
 @dataclass

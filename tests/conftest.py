@@ -8,6 +8,7 @@ Markers (e2e, slow, browser) are registered in pyproject.toml.
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,6 +22,13 @@ from graphmem.config import Settings, load_settings
 from graphmem.local.neo4j_server import LocalNeo4j
 from graphmem.models import Scope
 from graphmem.store.probe import bolt_answers
+
+# The scripted models of tests/fakes.py speak A-MEM's joint link protocol (one call, typed links,
+# neighbour updates). The pairwise decision, the local model's default, has its own tests
+# (tests/integration/test_decisions.py, tests/e2e), which choose it explicitly.
+os.environ.setdefault("GRAPHMEM_LINK_DECISION", "joint")
+# They also evolve neighbours, which the local model's default leaves off (config.evolution_enabled).
+os.environ.setdefault("GRAPHMEM_ENABLE_EVOLUTION", "true")
 
 
 @dataclass(frozen=True)

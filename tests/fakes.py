@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+import re
 import threading
 from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -13,7 +15,57 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
+from graphmem.llm import prompts
+
 Responder = Callable[[list[BaseMessage]], AIMessage]
+
+_NOTE = re.compile(r"<note>(.*?)</note>", re.DOTALL)
+
+
+def noted(messages: Sequence[BaseMessage]) -> list[str]:
+    """The note texts a prompt shows (between <note> tags), in order."""
+    return _NOTE.findall(str(messages[-1].content))
+
+
+def judged_reply(p_yes: float) -> AIMessage:
+    """A one-token yes/no answer with OpenAI-style log-probabilities, as llama.cpp servers send them."""
+    p_yes = min(max(p_yes, 1e-6), 1 - 1e-6)
+    top = [{"token": "yes", "logprob": math.log(p_yes)}, {"token": "no", "logprob": math.log(1 - p_yes)}]
+    top.sort(key=lambda t: -float(t["logprob"]))  # type: ignore[arg-type]
+    return AIMessage(
+        content=str(top[0]["token"]),
+        response_metadata={"logprobs": {"content": [{**top[0], "top_logprobs": top}]}},
+        usage_metadata={"input_tokens": 80, "output_tokens": 1, "total_tokens": 81},
+    )
+
+
+def pairwise_responder(
+    related: Callable[[str, str], float],
+    *,
+    reason: Callable[[str, str], str] = lambda a, b: "the same thing",
+    context: Callable[[str, str], str] | None = None,
+    enrich: Callable[[str], dict[str, Any]] | None = None,
+) -> Responder:
+    """A model for the pairwise decision: ``related(earlier, later)`` gives P(yes) for two note texts;
+    ``reason`` and ``context`` write the link phrase and the earlier note's new context."""
+    fallback = amem_responder()
+
+    def respond(messages: list[BaseMessage]) -> AIMessage:
+        step = step_of(messages)
+        if step == "related":
+            a, b = noted(messages)
+            return judged_reply(related(a, b))
+        if step == "reason":
+            a, b = noted(messages)
+            return text_reply(reason(a, b))
+        if step == "evolve_one":
+            a, b = noted(messages)
+            return text_reply(context(a, b) if context else "")
+        if step == "enrich" and enrich is not None:
+            return tool_reply("NoteEnrichment", enrich(noted(messages)[0]))
+        return fallback(messages)
+
+    return respond
 
 
 def tool_reply(name: str, args: dict[str, Any], *, input_tokens: int = 100, output_tokens: int = 20) -> AIMessage:
@@ -43,6 +95,12 @@ def text_reply(text: str, *, input_tokens: int = 100, output_tokens: int = 5) ->
 def step_of(messages: Sequence[BaseMessage]) -> str:
     """Which A-MEM step a prompt belongs to, read from its system message."""
     system = str(messages[0].content)
+    if system == prompts.RELATED_SYSTEM:
+        return "related"
+    if system == prompts.LINK_REASON_SYSTEM:
+        return "reason"
+    if system == prompts.EVOLVE_ONE_SYSTEM:
+        return "evolve_one"
     if "atomic memory notes" in system:
         return "enrich"
     if "Zettelkasten" in system:
@@ -93,6 +151,21 @@ class ScriptedChatModel(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=reply)])
 
 
+# What the scripted model appends to the first neighbour's text as its evolved context: a context that
+# stays about its own note, so the evolution guards let it through.
+EVOLVED_SUFFIX = " (updated after a related note)"
+
+
+def same_subject(messages: Sequence[BaseMessage]) -> str:
+    """A link reason naming what the new note and the first neighbour shown share (as the guards
+    require a reason to name something of both notes): 'same subject: <shared words>'."""
+    from graphmem.service.wording import content_words
+
+    new, first = [*noted(messages), "", ""][:2]
+    shared = sorted(content_words(new) & content_words(first))
+    return "same subject: " + ", ".join(shared[:3]) if shared else "same subject"
+
+
 def amem_responder(
     *,
     link_type: str = "SUPPORTS",
@@ -117,7 +190,7 @@ def amem_responder(
             )
         if step == "evolve":
             ids = shown_ids(messages)
-            links = [{"target_id": ids[0], "type": link_type, "reason": "same subject", "strength": 0.8}]
+            links = [{"target_id": ids[0], "type": link_type, "reason": same_subject(messages), "strength": 0.8}]
             if bad_id:
                 links.append({"target_id": "invented-id-0000", "type": "RELATED_TO", "reason": "x", "strength": 0.5})
             if bad_type:
@@ -126,7 +199,7 @@ def amem_responder(
                 [
                     {
                         "note_id": ids[0],
-                        "context": "Updated context after a related note.",
+                        "context": noted(messages)[1] + EVOLVED_SUFFIX,
                         "tags": ["evolved", "personal"],
                         "keywords": None,
                     }

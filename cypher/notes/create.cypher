@@ -1,10 +1,11 @@
-// Create one note, idempotently: an existing id is left untouched and reported.
+// Create one note, idempotently: an id already in the note's scope is left untouched and reported.
+// Ids are unique per scope (constraint note_scope_id_unique): the MERGE names the whole key, so it takes
+// the constraint's lock (concurrent adds of one id make one note) and never sees another scope's note.
 // Params: $note (map of note properties, see graphmem/store/neo4j_store.py), $embedding (list of floats).
-// Returns: created (bool), user_id/agent_id/run_id of the stored note (to detect an id used by another scope).
-MERGE (n:Note {id: $note.id})
+// Returns: created (bool).
+MERGE (n:Note {id: $note.id, user_id: $note.user_id, agent_id: $note.agent_id, run_id: $note.run_id})
 ON CREATE SET
   n.content = $note.content, n.content_sha = $note.content_sha,
-  n.user_id = $note.user_id, n.agent_id = $note.agent_id, n.run_id = $note.run_id,
   n.event_time = $note.event_time, n.event_time_text = $note.event_time_text,
   n.created_at = $note.created_at, n.updated_at = $note.updated_at,
   n.keywords = $note.keywords, n.tags = $note.tags, n.context = $note.context,
@@ -18,4 +19,4 @@ CALL (n, created) {
   WITH n WHERE created
   CALL db.create.setNodeVectorProperty(n, 'embedding', $embedding)
 }
-RETURN created, n.user_id AS user_id, n.agent_id AS agent_id, n.run_id AS run_id
+RETURN created

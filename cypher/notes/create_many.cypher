@@ -1,10 +1,10 @@
-// Bulk import of ready notes (raw mode, embeddings computed by the caller). Existing ids are skipped.
-// Params: $rows (list of note maps, each with an `embedding`). Returns: created_ids, skipped_ids.
+// Bulk import of ready notes (raw mode, embeddings computed by the caller). Ids already in the row's
+// scope are skipped (ids are unique per scope: see notes/create.cypher).
+// Params: $rows (list of note maps, each with an `embedding`). Returns: created_ids.
 UNWIND $rows AS row
-MERGE (n:Note {id: row.id})
+MERGE (n:Note {id: row.id, user_id: row.user_id, agent_id: row.agent_id, run_id: row.run_id})
 ON CREATE SET
   n.content = row.content, n.content_sha = row.content_sha,
-  n.user_id = row.user_id, n.agent_id = row.agent_id, n.run_id = row.run_id,
   n.event_time = row.event_time, n.event_time_text = row.event_time_text,
   n.created_at = row.created_at, n.updated_at = row.updated_at,
   n.keywords = row.keywords, n.tags = row.tags, n.context = row.context,
@@ -19,6 +19,4 @@ CALL (n, row, created) {
   WITH n, row WHERE created
   CALL db.create.setNodeVectorProperty(n, 'embedding', row.embedding)
 }
-RETURN [x IN collect(CASE WHEN created THEN n.id END) WHERE x IS NOT NULL] AS created_ids,
-       [x IN collect(CASE WHEN NOT created THEN {id: n.id, user_id: n.user_id, agent_id: n.agent_id, run_id: n.run_id} END)
-        WHERE x IS NOT NULL] AS skipped
+RETURN [x IN collect(CASE WHEN created THEN n.id END) WHERE x IS NOT NULL] AS created_ids

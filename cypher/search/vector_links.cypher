@@ -7,7 +7,9 @@
 // Neo4j reports cosine as (1 + cos) / 2: converted here. Temporals come back as ISO-8601 strings (see
 // search/vector.cypher).
 // Params: $embedding, $fetch_k, $k, scope, $exclude_ids, $tags_any, $category, $since, $until, $per_hit.
-// Returns one row: fetched, hits (list of {note, cosine}), linked (list of {from_id, type, reason, strength, note}).
+// Returns one row per kept hit: fetched, cosine, note, linked (its hop: list of {from_id, type, reason,
+// strength, note}); when none is kept, one row with a null note. One row per hit, not one for all: see
+// search/vector.cypher.
 CALL db.index.vector.queryNodes('note_embedding', $fetch_k, $embedding) YIELD node, score
 WITH collect({node: node, score: score}) AS rows
 WITH size(rows) AS fetched, [r IN rows WHERE
@@ -17,28 +19,27 @@ WITH size(rows) AS fetched, [r IN rows WHERE
   AND ($category IS NULL OR r.node.category = $category)
   AND ($since IS NULL OR r.node.event_time >= $since)
   AND ($until IS NULL OR r.node.event_time <= $until)][0..$k] AS kept
-CALL (kept, fetched) {
-  WITH $exclude_ids AS skip
-  UNWIND CASE WHEN size(kept) >= $k OR fetched < $fetch_k THEN kept ELSE [] END AS r
+UNWIND CASE WHEN size(kept) = 0 THEN [null] ELSE kept END AS r
+CALL (r, kept, fetched) {
+  WITH r, $exclude_ids AS skip
+  WHERE r IS NOT NULL AND (size(kept) >= $k OR fetched < $fetch_k)
   WITH r.node AS h, skip
-  CALL (h, skip) {
-    MATCH (h)-[l:RELATED_TO|SUPPORTS|CONTRADICTS|ELABORATES|FOLLOWS|SAME_TOPIC]-(m:Note)
-    WHERE m.user_id = $user_id AND m.agent_id = $agent_id AND m.run_id = $run_id AND NOT m.id IN skip
-    RETURN l, m
-    ORDER BY l.strength DESC, l.created_at DESC, m.id  // m.id: ties (a batch of links) in a fixed order
-    LIMIT $per_hit
-  }
+  MATCH (h)-[l:RELATED_TO|SUPPORTS|CONTRADICTS|ELABORATES|FOLLOWS|SAME_TOPIC]-(m:Note)
+  WHERE m.user_id = $user_id AND m.agent_id = $agent_id AND m.run_id = $run_id AND NOT m.id IN skip
+  WITH h, l, m
+  ORDER BY l.strength DESC, l.created_at DESC, m.id  // m.id: ties (a batch of links) in a fixed order
+  LIMIT $per_hit
   RETURN collect({from_id: h.id, type: type(l), reason: l.reason, strength: l.strength,
     note: m {.id, .content, .user_id, .agent_id, .run_id, event_time: toString(m.event_time),
       .event_time_text, created_at: toString(m.created_at), updated_at: toString(m.updated_at), .keywords,
       .tags, .context, .category, .source_id, .metadata_json, .enrichment, .retrieval_count,
       last_accessed: toString(m.last_accessed), .version}}) AS linked
 }
-RETURN fetched, [r IN kept | {cosine: 2 * r.score - 1, note: {id: r.node.id, content: r.node.content,
+RETURN fetched, 2 * r.score - 1 AS cosine, CASE WHEN r IS NULL THEN null ELSE {id: r.node.id, content: r.node.content,
   user_id: r.node.user_id, agent_id: r.node.agent_id, run_id: r.node.run_id,
   event_time: toString(r.node.event_time), event_time_text: r.node.event_time_text,
   created_at: toString(r.node.created_at), updated_at: toString(r.node.updated_at),
   keywords: r.node.keywords, tags: r.node.tags, context: r.node.context, category: r.node.category,
   source_id: r.node.source_id, metadata_json: r.node.metadata_json, enrichment: r.node.enrichment,
   retrieval_count: r.node.retrieval_count, last_accessed: toString(r.node.last_accessed),
-  version: r.node.version}}] AS hits, linked
+  version: r.node.version} END AS note, linked

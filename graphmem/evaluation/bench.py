@@ -14,6 +14,14 @@ links to follow) and at each size measures, with warm-up and many repetitions:
 - bytes on disk per note (the Neo4j data directory before and after, when given).
 
 The bench scope is deleted at the end unless ``keep``.
+
+The tenant case (``run_tenant_bench``): 100 tenants in one database, ``t000`` holding half of the
+notes, ``t001`` 1 % (the small tenant searched), the rest shared by ``t002``..``t099``; vector and
+hybrid p50/p95 and recall@k against the exact in-tenant top-k for the small and the big tenant. On
+a 5.26 server it also times the small tenant with the exact scan of small scopes switched off (the
+growing over-fetch alone), which is what the scan saves. ``graphmem bench --uri A --uri B`` runs
+both on each server (a 5.26 and a 2026 one) with the same notes and queries (``ReusedEmbeddings``:
+each text is embedded once).
 """
 
 from __future__ import annotations
@@ -26,7 +34,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
+from langchain_core.embeddings import Embeddings
 
+from graphmem.embeddings import embedding_dimensions
 from graphmem.evaluation.synthetic import sentences
 from graphmem.models import Scope, SearchMode, Usage
 from graphmem.service import AsyncMemoryService, NoteInput
@@ -86,7 +97,40 @@ class BenchConfig:
     data_dir: Path | None = None
     batch_size: int = 1000
     scope_user: str = "bench"
+    tenant_notes: int = 0  # the tenant case's total notes (0: not run)
+    tenants: int = 100
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+class ReusedEmbeddings(Embeddings):
+    """An embedder that embeds each text once: a bench over several servers gives every server the
+    same vectors, and MiniLM's time is spent once (the later servers' import rates are then the
+    store's; their ``import.embed_seconds`` is near zero)."""
+
+    def __init__(self, inner: Embeddings) -> None:
+        self.inner = inner
+        self.dimensions = embedding_dimensions(inner)
+        self._cache: dict[str, npt.NDArray[np.float32]] = {}
+
+    def _known(self, texts: list[str], fresh: list[list[float]]) -> list[list[float]]:
+        todo = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        for t, v in zip(todo, fresh, strict=True):
+            self._cache[t] = np.asarray(v, dtype=np.float32)
+        return [self._cache[t].tolist() for t in texts]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        todo = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        return self._known(texts, self.inner.embed_documents(todo) if todo else [])
+
+    async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+        todo = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        return self._known(texts, await self.inner.aembed_documents(todo) if todo else [])
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.inner.embed_query(text)  # timed by the bench as the query embedding: never cached
+
+    async def aembed_query(self, text: str) -> list[float]:
+        return await self.inner.aembed_query(text)
 
 
 def bench_id(scope: Scope, i: int) -> str:
@@ -164,6 +208,10 @@ async def run_bench(svc: AsyncMemoryService, cfg: BenchConfig, *, report: Report
     scope = Scope(user_id=f"{cfg.scope_user}-{cfg.seed}", agent_id="bench", run_id="bench")
     bq = BenchQueries(svc.store)
     dirs = store_dirs(cfg.data_dir, svc.settings.neo4j_database)
+
+    server = await BenchQueries(svc.store).server()
+    # The bare index query fetches what graphmem's search fetches first on this line.
+    first_ratio = svc.settings.in_index_over_fetch if server["line"] == "2026" else svc.settings.over_fetch_ratio
 
     started_all = time.perf_counter()
     existing = await svc.count(scope)
@@ -266,7 +314,7 @@ async def run_bench(svc: AsyncMemoryService, cfg: BenchConfig, *, report: Report
                 return len(await svc.search(query_texts[i % nq], scope, k=cfg.k, mode=SearchMode.LINKS))
 
             async def bare(i: int) -> list[str]:
-                return await bq.index_ids(query_vecs[i % nq], scope, cfg.k, cfg.k * svc.settings.over_fetch_ratio)
+                return await bq.index_ids(query_vecs[i % nq], scope, cfg.k, cfg.k * first_ratio)
 
             async def brute(i: int) -> list[str]:
                 return [x for x, _ in await bq.brute_force(query_vecs[i % nq], scope, cfg.k)]
@@ -324,9 +372,12 @@ async def run_bench(svc: AsyncMemoryService, cfg: BenchConfig, *, report: Report
 
     return {
         "kind": "bench",
+        "server": server,
         "config": {**{k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()}, "scope": str(scope)},
         "settings": {
             "over_fetch_ratio": svc.settings.over_fetch_ratio,
+            "in_index_over_fetch": svc.settings.in_index_over_fetch,
+            "exact_scan_max_notes": svc.settings.exact_scan_max_notes,
             "links_per_hit": svc.settings.links_per_hit,
             "embedder": svc.settings.embedder,
             "embed_batch_size": svc.settings.embed_batch_size,
@@ -354,4 +405,104 @@ def targets(results: Sequence[dict[str, Any]], k: int) -> dict[str, Any]:
     }
     for name, (value, ok) in checks.items():
         out[name] = {"value": value, "met": bool(value is not None and ok(value))}
+    return out
+
+
+def tenant_sizes(total: int, tenants: int) -> list[int]:
+    """Notes per tenant: the first holds half, the second 1 % (at least one), the others share the rest."""
+    if tenants < 3 or total < 2 * tenants:
+        raise ValueError("the tenant case needs at least 3 tenants and 2 notes per tenant")
+    big, small = total // 2, max(1, total // 100)
+    rest = total - big - small
+    share, extra = divmod(rest, tenants - 2)
+    return [big, small, *[share + (1 if i < extra else 0) for i in range(tenants - 2)]]
+
+
+def recall_at(found: Sequence[Sequence[str]], exact: Sequence[Sequence[str]], k: int) -> float | None:
+    # A tenant smaller than k has fewer exact hits: all of them found is recall 1.
+    values = [
+        len(set(f) & set(want)) / max(1, min(k, len(want)))
+        for i, f in enumerate(found)
+        for want in [exact[i % len(exact)]]
+    ]
+    return float(np.mean(values)) if values else None
+
+
+async def run_tenant_bench(
+    svc: AsyncMemoryService,
+    cfg: BenchConfig,
+    *,
+    over_fetch_only: AsyncMemoryService | None = None,
+    report: Report | None = None,
+) -> dict[str, Any]:
+    """The tenant case: cfg.tenant_notes notes over cfg.tenants tenants (tenant_sizes), then per searched
+    tenant (``small``: 1 %, ``big``: half) vector and hybrid p50/p95 and recall@k against the exact
+    top-k within the tenant. ``over_fetch_only``: a service on the same server with the exact scan of
+    small scopes off (5.26), timed for the small tenant as ``vector_over_fetch_only``."""
+    say = report or (lambda _m: None)
+    bq = BenchQueries(svc.store)
+    server = await bq.server()
+    sizes = tenant_sizes(cfg.tenant_notes, cfg.tenants)
+    scopes = [Scope(user_id=f"{cfg.scope_user}-t{i:03d}", agent_id="bench", run_id="bench") for i in range(cfg.tenants)]
+    started = time.perf_counter()
+    for sc in scopes:  # an interrupted earlier run
+        await bq.delete_scope(sc)
+    query_texts = sentences(cfg.seed + 7919, 0, cfg.queries)
+    query_vecs = await svc.embedder.aembed_documents(query_texts)
+    nq = len(query_vecs)
+    say(f"tenant case: importing {cfg.tenant_notes} notes into {cfg.tenants} tenants ({sizes[0]} / {sizes[1]} / ...)")
+    t0 = time.perf_counter()
+    offset = 0
+    for sc, n in zip(scopes, sizes, strict=True):
+        texts = sentences(cfg.seed + 104_729, offset, n)
+        items = [NoteInput(content=t, note_id=bench_id(sc, i)) for i, t in enumerate(texts)]
+        await svc.add_many(items, sc, batch_size=cfg.batch_size)
+        offset += n
+    import_s = time.perf_counter() - t0
+    await bq.await_indexes(600)
+    out: dict[str, Any] = {
+        "server": server,
+        "notes": cfg.tenant_notes,
+        "tenants": cfg.tenants,
+        "import_seconds": import_s,
+        "loadavg_before": list(os.getloadavg()),
+    }
+    try:
+        for label, sc in (("small", scopes[1]), ("big", scopes[0])):
+            ids, _, matrix = await bq.vectors(sc)
+            exact = [[ids[j] for j in exact_topk(matrix, np.asarray(q, dtype=np.float32), cfg.k)] for q in query_vecs]
+
+            def searcher(
+                service: AsyncMemoryService, mode: SearchMode, sc: Scope = sc
+            ) -> Callable[[int], Awaitable[list[str]]]:
+                async def run(i: int) -> list[str]:
+                    hits = await service.search(
+                        query_texts[i % nq], sc, k=cfg.k, mode=mode, query_embedding=query_vecs[i % nq]
+                    )
+                    return [h.note.id for h in hits]
+
+                return run
+
+            fns = {"vector": searcher(svc, SearchMode.VECTOR), "hybrid": searcher(svc, SearchMode.HYBRID)}
+            if over_fetch_only is not None and label == "small":
+                fns["vector_over_fetch_only"] = searcher(over_fetch_only, SearchMode.VECTOR)
+            say(f"tenant case: timing the {label} tenant ({len(ids)} notes)")
+            times, outs = await _interleaved(fns, cfg.repetitions, cfg.warmup, svc)
+            entry: dict[str, Any] = {"tenant": str(sc), "notes": len(ids)}
+            for name, t in times.items():
+                entry[name] = latency_summary(t)
+            entry[f"recall@{cfg.k}"] = recall_at(outs["vector"][:nq], exact, cfg.k)
+            if "vector_over_fetch_only" in outs:
+                entry[f"over_fetch_only_recall@{cfg.k}"] = recall_at(outs["vector_over_fetch_only"][:nq], exact, cfg.k)
+            out[label] = entry
+            say(
+                f"tenant case, {label}: vector p50 {entry['vector']['p50_ms']:.2f} ms, "
+                f"recall@{cfg.k} {entry[f'recall@{cfg.k}']:.3f}"
+            )
+    finally:
+        out["loadavg_after"] = list(os.getloadavg())
+        if not cfg.keep:
+            say("tenant case: deleting the tenants")
+            out["deleted"] = sum([await bq.delete_scope(sc) for sc in scopes])
+    out["seconds"] = time.perf_counter() - started
     return out

@@ -72,6 +72,34 @@ def plot_latency(result: dict[str, Any], path: Path) -> Path:
     return path
 
 
+def plot_ingest(result: dict[str, Any], path: Path) -> Path:
+    """Notes/s by notes in flight, against one add after another and the ideal (sequential x N)."""
+    plt = _plt()
+    rows = result["stub"]["levels"]
+    seq = next((r for r in rows if r["concurrency"] is None), None)
+    levels = [r for r in rows if r["concurrency"] is not None]
+    xs = [r["concurrency"] for r in levels]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    ax.plot(xs, [r["notes_per_s"] for r in levels], marker="o", label="ingest(concurrency=N)")
+    if seq and seq["notes_per_s"]:
+        ax.axhline(seq["notes_per_s"], color="grey", ls="--", lw=1, label="one add after another")
+        ax.plot(xs, [seq["notes_per_s"] * x for x in xs], color="grey", ls=":", lw=1, label="ideal: sequential x N")
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="notes in flight",
+        ylabel="notes/s",
+        title=f"A-MEM ingest against a stub LLM ({result['config']['latency']} s per call)",
+    )
+    ax.set_xticks(xs, [str(x) for x in xs])
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
 def plot_qa(result: dict[str, Any], path: Path, metric: str = "f1") -> Path:
     """Per-category score of each system (QA evaluation)."""
     plt = _plt()
@@ -86,6 +114,85 @@ def plot_qa(result: dict[str, Any], path: Path, metric: str = "f1") -> Path:
     ax.set(ylabel=f"{metric} x100", xlabel="category", title=f"LoCoMo QA, {metric} per category")
     ax.legend()
     ax.grid(alpha=0.3, axis="y")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def plot_decisions(result: dict[str, Any], path: Path) -> Path:
+    """Link precision, recall of related pairs and its ceiling per gold conversation, with the targets."""
+    plt = _plt()
+    convs = result["conversations"]
+    names = [s["conversation"] for s in convs]
+    series = [
+        ("precision", [s["links"]["precision"] or 0 for s in convs]),
+        ("recall", [s["links"]["recall"] or 0 for s in convs]),
+        ("related pairs shown", [s["links"]["candidate_recall"] or 0 for s in convs]),
+    ]
+    fig, ax = plt.subplots(figsize=(9, 4))
+    width = 0.8 / len(series)
+    for i, (label, vals) in enumerate(series):
+        ax.bar([j + i * width for j in range(len(names))], vals, width, label=label)
+    ax.axhline(0.8, color="C0", lw=0.8, ls=":")
+    ax.axhline(0.5, color="C1", lw=0.8, ls=":")
+    ax.set_xticks([j + width for j in range(len(names))], names, fontsize=8)
+    c = result["config"]
+    ax.set(ylim=(0, 1.05), ylabel="share", title=f"Link decisions against gold ({c['llm_model']})")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3, axis="y")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def plot_links(result: dict[str, Any], path: Path) -> Path:
+    """Evidence connectivity (LLM links vs random same-degree links vs nearest neighbours) and the
+    ablation's budgeted recall per category and arm (links evaluation)."""
+    plt = _plt()
+    conn, ab = result.get("connectivity"), result.get("ablation")
+    panels = [x for x in (conn, ab) if x]
+    fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4.2), squeeze=False)
+    col = 0
+    if conn:
+        ax = axes[0][col]
+        col += 1
+        row = conn["subsets"]["all"]
+        hops = ("hop1", "hop2")
+        series = (
+            ("LLM links", [row["llm"][h] or 0 for h in hops], None),
+            (
+                "random, same degrees",
+                [(row["random"][h] or {}).get("mean", 0) for h in hops],
+                [(row["random"][h] or {}).get("std", 0) for h in hops],
+            ),
+            ("nearest-neighbour links", [row["nearest"][h] or 0 for h in hops], None),
+        )
+        width = 0.8 / len(series)
+        for i, (label, vals, err) in enumerate(series):
+            ax.bar([j + i * width for j in range(len(hops))], vals, width, yerr=err, capsize=3, label=label)
+        ax.set_xticks([j + width for j in range(len(hops))], ["1 hop", "within 2 hops"])
+        ax.set(ylabel="share of evidence pairs joined", title=f"Evidence connectivity ({row['pairs']} pairs)")
+        ax.grid(alpha=0.3, axis="y")
+        ax.legend(fontsize=8)
+    if ab:
+        ax = axes[0][col]
+        arms = list(ab["arms"])
+        first = ab["arms"][arms[0]]
+        cats = ["overall", *sorted(first["by_category"])]
+        width = 0.8 / max(len(arms), 1)
+        for i, arm in enumerate(arms):
+            data = ab["arms"][arm]
+            vals = [
+                (data["overall"] if c == "overall" else data["by_category"].get(c, {})).get(ab["metric"]) or 0
+                for c in cats
+            ]
+            ax.bar([j + i * width for j in range(len(cats))], vals, width, label=arm)
+        ax.set_xticks([j + width * (len(arms) - 1) / 2 for j in range(len(cats))], cats)
+        ax.set(ylabel=ab["metric"], xlabel="category", title="Ablation: links and evolution on/off", ylim=(0, 1.02))
+        ax.grid(alpha=0.3, axis="y")
+        ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -1,9 +1,9 @@
 """LoCoMo question answering with graphmem (full A-MEM ingest, then ``ask``), and a full-context baseline.
 
 Per conversation: a fresh scope ``locomo-<tag>-<sample_id>`` (the tag names the configuration, so two
-configurations never share notes), one note per turn through ``AsyncMemoryService.add`` (note
-construction + link/evolution with the configured LLM). Ingest is resumable: turns already stored
-(found by ``source_id``) are skipped. Answers are appended to ``answers.jsonl`` as they come and
+configurations never share notes), one note per turn through the agentic ingest (note construction +
+link/evolution with the configured LLM, in turn order, conversations in parallel). Ingest is
+resumable: turns already stored (by their ids) are skipped. Answers are appended to ``answers.jsonl`` as they come and
 reused on a rerun with the same configuration.
 
 Answer prompts follow A-MEM (reference §1.7): a per-category instruction after the question
@@ -30,8 +30,8 @@ from pydantic import BaseModel, Field
 from graphmem.config import Settings
 from graphmem.errors import GraphmemError
 from graphmem.evaluation import metrics
-from graphmem.evaluation.locomo import CATEGORY_NAMES, QA, Conversation, note_id
-from graphmem.models import Scope, Usage
+from graphmem.evaluation.locomo import CATEGORY_NAMES, QA, Conversation, turn_inputs
+from graphmem.models import IngestItem, IngestReport, IngestStatus, Scope, Usage
 from graphmem.service import AsyncMemoryService
 
 System = Literal["memory", "full-context"]
@@ -61,6 +61,7 @@ class QAConfig:
     judge: bool = False
     seed: int = 0
     ingest_only: bool = False
+    concurrency: int | None = None  # notes in flight while ingesting (default: the setting)
 
 
 def model_label(settings: Settings) -> str:
@@ -75,7 +76,7 @@ def derive_tag(settings: Settings) -> str:
         for c, on in (
             ("e", settings.enable_enrichment),
             ("l", settings.enable_links),
-            ("v", settings.enable_evolution),
+            ("v", settings.evolution_enabled),
         )
     )
     key = json.dumps(
@@ -117,66 +118,57 @@ def full_context(conv: Conversation, sessions: Sequence[int] | None) -> str:
 
 async def ingest(
     svc: AsyncMemoryService,
-    conv: Conversation,
-    scope: Scope,
+    conversations: Sequence[tuple[Conversation, Scope]],
     tag: str,
     sessions: Sequence[int] | None,
     *,
+    concurrency: int | None = None,
     progress: Progress | None = None,
-) -> dict[str, Any]:
-    """One ``add`` per turn, in order; turns already stored are skipped (resumable)."""
-    turns = conv.turns(sessions)
-    existing = await svc.find_by_source([t.dia_id for _, t in turns], scope)
-    usage = Usage()
-    stats: dict[str, Any] = {
-        "turns": len(turns),
-        "reused": 0,
-        "added": 0,
-        "links": 0,
-        "evolved": 0,
-        "rejected": 0,
-        "pending": 0,
-        "errors": 0,
-    }
-    latencies: list[float] = []
-    previous: tuple[int, str] | None = None  # (session, note id) of the last turn stored
-    for i, (session, turn) in enumerate(turns):
-        nid = note_id(tag, conv.sample_id, turn.dia_id)
-        after = previous[1] if previous is not None and previous[0] == session.number else None
-        previous = None
-        if turn.dia_id in existing:
-            stats["reused"] += 1
-            previous = (session.number, nid)
-        else:
-            try:
-                res = await svc.add(
-                    turn.content,
-                    scope,
-                    note_id=nid,
-                    event_time=session.date_time,
-                    source_id=turn.dia_id,
-                    follows=after,
-                )
-            except GraphmemError as exc:  # counted and reported; the turn is retried on the next run
-                stats["errors"] += 1
-                stats.setdefault("error_messages", []).append(f"{turn.dia_id}: {exc}"[:300])
-            else:
-                previous = (session.number, nid)
-                stats["added"] += 1
-                stats["links"] += len(res.links)
-                stats["evolved"] += len(res.evolved)
-                stats["rejected"] += len(res.rejected)
-                stats["pending"] += int(res.note.enrichment.value == "pending")
-                usage.add(res.usage)
-                latencies.append(res.usage.total_seconds)
+) -> dict[str, dict[str, Any]]:
+    """Every conversation into its scope through the agentic ingest (``AsyncMemoryService.ingest_scopes``):
+    the conversations in parallel, each in turn order, ``concurrency`` notes in flight over all of
+    them. Turns already stored are skipped (resumable); each turn FOLLOWS the one before it in its
+    session. Returns the statistics per sample id."""
+    batches = [(scope, turn_inputs(conv, sessions, tag=tag)) for conv, scope in conversations]
+    label = {scope: f"ingest {conv.sample_id}" for conv, scope in conversations}
+    done = dict.fromkeys(label, 0)
+    totals = {scope: len(items) for scope, items in batches}
+
+    def seen(item: IngestItem) -> None:
+        done[item.scope] += 1
         if progress is not None:
-            progress(f"ingest {conv.sample_id}", i + 1, len(turns))
+            progress(label[item.scope], done[item.scope], totals[item.scope])
+
+    reports = await svc.ingest_scopes(batches, concurrency=concurrency, on_item=seen)
+    return {conv.sample_id: _ingest_stats(report) for (conv, _), report in zip(conversations, reports, strict=True)}
+
+
+def _ingest_stats(report: IngestReport) -> dict[str, Any]:
+    summary = report.summary()
+    added = [x for x in report.items if x.status == IngestStatus.ADDED]
+    usage = report.usage
+    stats: dict[str, Any] = {
+        "turns": summary["items"],
+        "reused": summary["existing"],
+        "added": summary["added"],
+        "links": summary["links"],
+        "evolved": summary["evolved"],
+        "rejected": summary["rejected"],
+        "rebased": summary["rebased"],
+        "pending": summary["pending"],
+        "errors": summary["failed"] + summary["skipped"],
+        "wall_seconds": summary["seconds"],
+        "notes_per_s": summary["notes_per_s"],
+    }
+    errors = [f"{x.note_id}: {x.error}"[:300] for x in report.failed]
+    if errors:
+        stats["error_messages"] = errors
     stats["usage"] = usage.model_dump()
-    n = max(stats["added"], 1)
+    n = max(len(added), 1)
     stats["per_note"] = {
         "llm_calls": usage.llm_calls / n,
         "tokens": usage.total_tokens / n,
-        "seconds": sum(latencies) / n,
+        "seconds": usage.total_seconds / n,  # latency of one note, start to commit (they overlap)
         "llm_seconds": usage.llm_seconds / n,
         "embed_seconds": usage.embed_seconds / n,
         "store_seconds": usage.store_seconds / n,
@@ -355,14 +347,12 @@ async def run_qa_eval(
     done = _load_answers(answers_path)
     ingest_stats: dict[str, Any] = {}
     records: list[dict[str, Any]] = []
+    scopes = [(conv, Scope(user_id=f"locomo-{tag}-{conv.sample_id}"[:128])) for conv in conversations]
+    if "memory" in cfg.systems:
+        stats = await ingest(svc, scopes, tag, cfg.sessions, concurrency=cfg.concurrency, progress=progress)
+        ingest_stats = {conv.sample_id: {"scope": str(scope), **stats[conv.sample_id]} for conv, scope in scopes}
     with answers_path.open("a", encoding="utf-8") as sink:
-        for conv in conversations:
-            scope = Scope(user_id=f"locomo-{tag}-{conv.sample_id}"[:128])
-            if "memory" in cfg.systems:
-                ingest_stats[conv.sample_id] = {
-                    "scope": str(scope),
-                    **await ingest(svc, conv, scope, tag, cfg.sessions, progress=progress),
-                }
+        for conv, scope in scopes:
             if cfg.ingest_only:
                 continue
             questions = conv.questions(categories=cfg.categories, sessions=cfg.sessions)
@@ -425,7 +415,7 @@ async def run_qa_eval(
             "links_per_hit": st.links_per_hit,
             "enable_enrichment": st.enable_enrichment,
             "enable_links": st.enable_links,
-            "enable_evolution": st.enable_evolution,
+            "enable_evolution": st.evolution_enabled,
             "embed_text_variant": st.embed_text_variant,
             "meteor_uses_wordnet": metrics.meteor_uses_wordnet(),
             "category_names": CATEGORY_NAMES,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -166,6 +167,180 @@ def retrieval_markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _pm(rnd: dict[str, Any] | None) -> str:
+    return "-" if not rnd else f"{rnd['mean']:.3f} ± {rnd['std']:.3f}"
+
+
+def _x(v: Any) -> str:
+    if v is None:
+        return "-"
+    return "inf" if v == float("inf") else f"{v:.2f}x"
+
+
+def _ci(d: dict[str, Any] | None) -> str:
+    if not d:
+        return "-"
+    return f"{d['mean']:+.3f} [{d['ci95_low']:+.3f}, {d['ci95_high']:+.3f}]"
+
+
+def _ranges(numbers: list[int]) -> str:
+    """[1, 2, 3, 5] -> '1-3,5'."""
+    runs = [[n for _, n in g] for _, g in itertools.groupby(enumerate(sorted(numbers)), lambda x: x[1] - x[0])]
+    return ",".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
+
+
+def links_markdown(result: dict[str, Any]) -> str:
+    c = result["config"]
+    used = {sid: i for sid, i in result["conversations"].items() if i.get("notes")}
+    lines = [
+        "# LLM links on LoCoMo: evidence connectivity and the A-MEM ablation",
+        "",
+        (
+            f"Scopes `locomo-{c['reuse_tag']}-<sample>` ({len(used)} conversation{'s' if len(used) != 1 else ''}, "
+            f"{sum(i['notes'] for i in used.values())} notes; sessions: "
+            + "; ".join(f"{sid} {_ranges(i['sessions'])}" for sid, i in used.items())
+            + f"); categories {', '.join(map(str, c['categories']))}."
+        ),
+        "",
+    ]
+    missing = {sid: i["turns_missing"] for sid, i in used.items() if i.get("turns_missing")}
+    if missing:
+        lines += [
+            f"Turns of those sessions not stored (failed or not yet ingested; their evidence counts as missed): {missing}.",
+            "",
+        ]
+    conn = result.get("connectivity")
+    if conn:
+        t = conn["target"]
+        lines += [
+            "## Evidence connectivity",
+            "",
+            (
+                f"{conn['pairs']} pairs of evidence turns from {conn['questions']} questions with two or more "
+                f"(counted per question). LLM links: every link but the turn links (`FOLLOWS`, reason "
+                f'"{c["follows_reason"]}"), undirected. Random: the LLM-link graph rewired by degree-preserving '
+                f"double edge swaps ({c['samples']} samples, {c['swaps_per_edge']} swaps per edge, seed {c['seed']}): "
+                "mean ± standard deviation; p = share of random graphs joining at least as many pairs. Nearest: each "
+                "note linked to as many of its most similar earlier notes as it made LLM links."
+            ),
+            "",
+        ]
+        for hop, title in (("hop1", "joined by a link (1 hop)"), ("hop2", "within 2 hops")):
+            lines += [
+                f"### Pairs {title}",
+                "",
+                "| pairs | n | LLM links | random, same degrees | ratio | p | nearest-neighbour links | turn links | LLM + turn links |",
+                "|---|---|---|---|---|---|---|---|---|",
+            ]
+            for name, row in conn["subsets"].items():
+                rnd = row["random"][hop]
+                lines.append(
+                    f"| {name} | {row['pairs']} | {_f(row['llm'][hop], 1, 3)} | {_pm(rnd)} | {_x(row['ratio'][hop])} | "
+                    f"{_f(rnd['p_value'] if rnd else None, 1, 3)} | {_f(row['nearest'][hop], 1, 3)} | "
+                    f"{_f(row['turn'][hop], 1, 3)} | {_f(row['all_links'][hop], 1, 3)} |"
+                )
+            lines.append("")
+        lines += [
+            "### Graphs",
+            "",
+            "| conversation | notes | LLM links | linked notes | mean degree | max degree | turn links | questions | pairs | swaps accepted |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for sid, g in conn["graphs"].items():
+            lines.append(
+                f"| {sid} | {g['notes']} | {g['llm_links']} | {g['linked_notes']} | {_f(g['mean_degree'])} | "
+                f"{g['max_degree']} | {g['turn_links']} | {g['questions']} | {g['pairs']} | {_f(g['swaps_accepted'], 1, 3)} |"
+            )
+        verdict = (
+            f"1 hop {_x(t['hop1_ratio'])} -> {_f(t['hop1_met'])}; within 2 hops {_x(t['hop2_ratio'])} -> {_f(t['hop2_met'])}"
+            if t["hop1_ratio"] is not None or t["hop2_ratio"] is not None
+            else "not measurable (no evidence pairs, or no LLM links and so no random ones)"
+        )
+        lines += [
+            "",
+            (
+                f"Target (LLM links join evidence pairs at least {t['ratio_required']:.0f}x as often as random links "
+                f"with the same degrees): {verdict}."
+            ),
+            "",
+        ]
+    ab = result.get("ablation")
+    if ab:
+        arms = list(ab["arms"])
+        k = ab["k"]
+        metric = ab["metric"]
+        lines += [
+            "## Ablation on retrieval (A-MEM Table 3, done on recall)",
+            "",
+            (
+                f"Recall@{k} within the ask budget ({c['context_token_budget']} tokens), search `{ab['mode']}` with "
+                f"{c['links_per_hit']} links per hit, on the same {ab['questions']} questions; arms built from the "
+                "ingested scopes by export and import (`no-links`: LLM links dropped, turn links kept; "
+                "`no-evolution`: evolved notes back to their values before their first evolution, re-embedded). "
+                "Effects: full minus the arm, paired over questions, 95% bootstrap interval."
+            ),
+            "",
+            "| category | n | "
+            + " | ".join(arms)
+            + " | links effect (full - no-links) | evolution effect (full - no-evolution) | both (full - neither) |",
+            "|---|---|" + "---|" * (len(arms) + 3),
+        ]
+        first = ab["arms"][arms[0]]
+        cats = sorted(first["by_category"])
+        d = ab["deltas"]
+        lines.append(
+            f"| overall | {first['overall'].get('count', 0)} | "
+            + " | ".join(_f(ab["arms"][a]["overall"].get(metric), 1, 3) for a in arms)
+            + f" | {_ci(d['no-links']['full_minus_arm'])} | {_ci(d['no-evolution']['full_minus_arm'])} | "
+            f"{_ci(d['neither']['full_minus_arm'])} |"
+        )
+        for cat in cats:
+            lines.append(
+                f"| {_cat_label(cat)} | {first['by_category'][cat].get('count', 0)} | "
+                + " | ".join(_f(ab["arms"][a]["by_category"].get(cat, {}).get(metric), 1, 3) for a in arms)
+                + f" | {_ci(d['no-links']['by_category'].get(cat))} | {_ci(d['no-evolution']['by_category'].get(cat))} | "
+                f"{_ci(d['neither']['by_category'].get(cat))} |"
+            )
+        lines += [
+            "",
+            f"| arm | LLM links | evolution | recall@{k} (all notes returned) | all-evidence hit@{k} | notes@{k} | tokens kept within budget |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for a in arms:
+            o = ab["arms"][a]["overall"]
+            lines.append(
+                f"| {a} | {_f(ab['arms'][a]['links'])} | {_f(ab['arms'][a]['evolution'])} | {_f(o.get(f'recall@{k}'), 1, 3)} | "
+                f"{_f(o.get(f'hit@{k}'), 1, 3)} | {_f(o.get(f'notes@{k}'), 1, 1)} | {_f(o.get(f'budget_tokens@{k}'), 1, 0)} |"
+            )
+        lines += [
+            "",
+            "| conversation | evolved notes | evolutions | other versions | links full / no-links | embedding check (min cosine) |",
+            "|---|---|---|---|---|---|",
+        ]
+        for sid, i in used.items():
+            arm_info = i.get("arms") or {}
+            if not arm_info:
+                continue
+            lines.append(
+                f"| {sid} | {arm_info['evolved_notes']} | {arm_info['evolutions']} | {arm_info['other_versions']} | "
+                f"{arm_info['full']['links']} / {arm_info['no-links']['links']} | {_f(arm_info['embedding_check_min_cosine'], 1, 4)} |"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _fetch_text(result: dict[str, Any]) -> str:
+    """How the vector search fetched on the run's server line."""
+    st, server = result["settings"], result.get("server") or {}
+    if server.get("line") == "2026":
+        return f"Neo4j {server.get('version')}: scope filtered inside the index, SEARCH LIMIT {st.get('in_index_over_fetch')} x k"
+    scan = st.get("exact_scan_max_notes")
+    head = f"Neo4j {server['version']}: " if server else ""
+    return f"{head}over-fetch {st['over_fetch_ratio']} x k" + (
+        f", scopes up to {scan:,} notes scanned exactly once it falls short" if scan else ""
+    )
+
+
 def bench_markdown(result: dict[str, Any]) -> str:
     k = result["config"]["k"]
     lines = [
@@ -174,7 +349,7 @@ def bench_markdown(result: dict[str, Any]) -> str:
         (
             f"{result['machine']['cpus']} CPUs; k={k}; {result['config']['repetitions']} timed repetitions after "
             f"{result['config']['warmup']} warm-up calls ({result['config']['brute_force_repetitions']} for the brute-force scan); "
-            f"over-fetch {result['settings']['over_fetch_ratio']}, links per hit {result['settings']['links_per_hit']}."
+            f"{_fetch_text(result)}, links per hit {result['settings']['links_per_hit']}."
         ),
         "",
         "## Latency, p50 / p95 ms",
@@ -213,6 +388,8 @@ def bench_markdown(result: dict[str, Any]) -> str:
     )
     if loads:
         lines += ["", f"Load average (1 min) before -> after each size: {loads}."]
+    if result.get("tenants"):
+        lines += ["", *tenant_markdown([result])]
     lines += ["", "## Targets", ""]
     for name, v in result.get("targets", {}).items():
         if isinstance(v, dict):
@@ -223,6 +400,131 @@ def bench_markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def ingest_bench_markdown(result: dict[str, Any]) -> str:
+    c, m = result["config"], result["machine"]
+    stub = result.get("stub") or {}
+    lines = [
+        "# Ingest benchmark: concurrent A-MEM ingest vs one add after another",
+        "",
+        (
+            f"Stub LLM with {c['latency']} s per call (JSON replies shaped by the request's schema); "
+            f"neighbour_k {c['neighbour_k']}; embeddings of the content only. Machine: {m['cpus']} CPUs, "
+            f"load average {m['load_before']} before, {m.get('load_after')} after."
+        ),
+        "",
+        "| level | notes | seconds | notes/s | speedup | lost | duplicates | failed | order violations "
+        "| index misses | rebased | notes/write | tokens/note | LLM calls/note | max calls at once | load after |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in stub.get("levels", []):
+        lines.append(
+            f"| {r['level']} | {r['notes']} | {_f(r['seconds'])} | {_f(r['notes_per_s'])} | {_f(r['speedup'])} "
+            f"| {r['lost']} | {r['duplicates']} | {r['failed']} | {r.get('order_violations', '-')} "
+            f"| {r.get('index_misses', '-')} "
+            f"| {r.get('rebased', '-')} | {_f(r.get('notes_per_write'))} | {_f(r['tokens_per_note'], digits=0)} "
+            f"| {_f(r['llm_calls_per_note'])} | {(r.get('stub') or {}).get('max_in_flight', '-')} | {r['load_after'][0]} |"
+        )
+    t = stub.get("targets") or {}
+    if t:
+        lines += [
+            "",
+            f"Targets: speedup at 16 in flight {_f(t['speedup_at_16'])} (>= 10: {_f(t['speedup_at_16_ok'])}); "
+            f"lost {t['lost']}; duplicates {t['duplicates']}; order rule held: {_f(t['order_rule_held'])}.",
+            "",
+            "Order violations: a note's link candidates left out a nearer earlier note still in flight, or held a "
+            "later note. Index misses: a nearer earlier note already stored that the approximate vector index "
+            "did not return (a sequential add has these too).",
+        ]
+    local = result.get("local")
+    if local:
+        rates = local["rates"]
+        lines += [
+            "",
+            f"## Local model {local['model']} ({local['threads']} threads)",
+            "",
+            f"pp {_f(rates['pp_per_s'], digits=1)} tok/s, tg {_f(rates['tg_per_s'], digits=1)} tok/s ({rates['source']}).",
+            "",
+            "| level | notes | seconds/note | tokens/note (in/out) | floor s/note | time / floor |",
+            "|---|---|---|---|---|---|",
+        ]
+        for r in local["levels"]:
+            lines.append(
+                f"| {r['level']} | {r['notes']} | {_f(r['seconds_per_note'])} | {_f(r['tokens_per_note'], digits=0)} "
+                f"({_f(r['input_tokens_per_note'], digits=0)}/{_f(r['output_tokens_per_note'], digits=0)}) "
+                f"| {_f(r['floor_seconds_per_note'])} | {_f(r['ratio_to_floor'])} |"
+            )
+        lines += ["", f"Batched throughput over sequential: {_f(local.get('batched_speedup'))}."]
+    lines.append("")
+    return "\n".join(lines)
+
+
+def _server(result: dict[str, Any]) -> str:
+    server = result.get("server") or {}
+    return f"{server.get('line', '?')} ({server.get('version', '?')})"
+
+
+def tenant_markdown(runs: list[dict[str, Any]]) -> list[str]:
+    """The tenant case of each run: p50 / p95 ms and recall@k for the small and the big tenant."""
+    first = runs[0]["tenants"]
+    k = runs[0]["config"]["k"]
+    lines = [
+        f"## Tenant case: {first['notes']:,} notes, {first['tenants']} tenants (one holds half, the searched small one 1 %)",
+        "",
+        f"| server | tenant | notes | vector p50 / p95 | recall@{k} | hybrid p50 / p95 | 5.26 over-fetch alone p50 / p95, recall@{k} |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for run in runs:
+        t = run.get("tenants") or {}
+        for label in ("small", "big"):
+            e = t.get(label)
+            if not e:
+                continue
+            over = e.get("vector_over_fetch_only")
+            over_text = (
+                f"{_f(over['p50_ms'])} / {_f(over['p95_ms'])}, {_f(e.get(f'over_fetch_only_recall@{k}'), 1, 3)}"
+                if over
+                else "-"
+            )
+            lines.append(
+                f"| {_server(run)} | {label} | {e['notes']:,} | {_f(e['vector']['p50_ms'])} / {_f(e['vector']['p95_ms'])} | "
+                f"{_f(e.get(f'recall@{k}'), 1, 3)} | {_f(e['hybrid']['p50_ms'])} / {_f(e['hybrid']['p95_ms'])} | {over_text} |"
+            )
+    return lines
+
+
+def bench_lines_markdown(result: dict[str, Any]) -> str:
+    """Several servers (a 5.26 and a 2026 one) side by side, then each run's own report."""
+    runs = result["runs"]
+    k = runs[0]["config"]["k"]
+    lines = [
+        "# graphmem benchmark, server lines side by side",
+        "",
+        "p50 / p95 ms with the query embedding given (the store path); recall of graphmem's vector search "
+        "against the exact NumPy top-k. The same notes and queries on every server.",
+        "",
+        f"| notes | server | vector | vector + 1 hop | hybrid + 1 hop | recall@{k} | import store-only notes/s |",
+        "|---|---|---|---|---|---|---|",
+    ]
+
+    def pp(r: dict[str, Any], key: str) -> str:
+        return f"{_f(r[key]['p50_ms'])} / {_f(r[key]['p95_ms'])}" if key in r else "-"
+
+    sizes = sorted({r["size"] for run in runs for r in run["sizes"]})
+    for size in sizes:
+        for run in runs:
+            for r in run["sizes"]:
+                if r["size"] == size:
+                    lines.append(
+                        f"| {size:,} | {_server(run)} | {pp(r, 'vector')} | {pp(r, 'links')} | {pp(r, 'hybrid')} | "
+                        f"{_f(r.get(f'recall@{k}'), 1, 3)} | {_f(r['import']['store_notes_per_s'], 1, 0)} |"
+                    )
+    if any(run.get("tenants") for run in runs):
+        lines += ["", *tenant_markdown([run for run in runs if run.get("tenants")])]
+    for run in runs:
+        lines += ["", f"# {_server(run)}", "", *bench_markdown(run).splitlines()[1:]]
+    return "\n".join(lines)
+
+
 def write_outputs(result: dict[str, Any], out_dir: Path, *, plots: bool = True) -> dict[str, Path]:
     """results.json, report.md and the plots for a result of any kind; returns the paths written."""
     from graphmem.evaluation import plots as p
@@ -230,7 +532,17 @@ def write_outputs(result: dict[str, Any], out_dir: Path, *, plots: bool = True) 
     out_dir.mkdir(parents=True, exist_ok=True)
     kind = result["kind"]
     written = {"json": write_json(out_dir / f"{kind}.json", result)}
-    md = {"qa": qa_markdown, "retrieval": retrieval_markdown, "bench": bench_markdown}[kind](result)
+    from graphmem.evaluation.decisions import decisions_markdown
+
+    md = {
+        "qa": qa_markdown,
+        "retrieval": retrieval_markdown,
+        "bench": bench_markdown,
+        "ingest_bench": ingest_bench_markdown,
+        "decisions": decisions_markdown,
+        "links": links_markdown,
+        "bench_lines": bench_lines_markdown,
+    }[kind](result)
     (out_dir / f"{kind}.md").write_text(md, encoding="utf-8")
     written["markdown"] = out_dir / f"{kind}.md"
     if plots:
@@ -238,6 +550,17 @@ def write_outputs(result: dict[str, Any], out_dir: Path, *, plots: bool = True) 
             written["plot"] = p.plot_recall(result, out_dir / "recall_at_k.png")
         elif kind == "bench" and result["sizes"]:
             written["plot"] = p.plot_latency(result, out_dir / "latency_vs_size.png")
+        elif kind == "decisions" and result["conversations"]:
+            written["plot"] = p.plot_decisions(result, out_dir / "decisions.png")
+        elif kind == "ingest_bench" and (result.get("stub") or {}).get("levels"):
+            written["plot"] = p.plot_ingest(result, out_dir / "ingest_notes_per_s.png")
+        elif kind == "bench_lines":
+            for run in result["runs"]:
+                line = (run.get("server") or {}).get("line", "server")
+                if run["sizes"]:
+                    written[f"plot {line}"] = p.plot_latency(run, out_dir / f"latency_vs_size-{line}.png")
         elif kind == "qa" and result["systems"]:
             written["plot"] = p.plot_qa(result, out_dir / "qa_f1_by_category.png")
+        elif kind == "links" and (result.get("connectivity") or result.get("ablation")):
+            written["plot"] = p.plot_links(result, out_dir / "links.png")
     return written

@@ -29,7 +29,7 @@ from graphmem.evaluation.locomo import (
     Conversation,
     turn_inputs,
 )
-from graphmem.models import Note, Scope, SearchMode
+from graphmem.models import LIMITS, Note, Scope, SearchMode
 from graphmem.service import AsyncMemoryService, build_context
 from graphmem.store import BenchQueries
 
@@ -130,8 +130,8 @@ async def evaluate_conversation(
     sources = [sources[i] for i in keep]
     matrix = matrix[keep] if len(keep) else matrix
     notes_by_id: dict[str, Note] = {}
-    for start in range(0, len(ids), 1000):
-        for n in await svc.list(scope, limit=1000, offset=start):
+    for start in range(0, len(ids), LIMITS.page_max):
+        for n in await svc.list(scope, limit=LIMITS.page_max, offset=start):
             notes_by_id[n.id] = n
     full_context = build_context([notes_by_id[i] for i in ids if i in notes_by_id])
     full_tokens = full_context.tokens

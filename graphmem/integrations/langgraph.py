@@ -48,7 +48,7 @@ from langgraph.store.base import (
 from graphmem.errors import InvalidInputError
 from graphmem.integrations._bridge import MemoryLike, as_bridge
 from graphmem.integrations._scope import scope_id
-from graphmem.models import Scope, StoredItem
+from graphmem.models import LIMITS, Scope, StoredItem
 from graphmem.service.items import ItemPut, ItemService, value_json
 from graphmem.service.memory import AsyncMemoryService
 
@@ -305,7 +305,7 @@ class GraphmemStore(BaseStore):
         for scope in await svc.scopes(user_id):
             offset = 0
             while True:
-                page = await svc.list(scope, limit=1000, offset=offset)
+                page = await svc.list(scope, limit=LIMITS.page_max, offset=offset)
                 deleted = 0
                 for note in (n for n in page if _LEGACY_KEY in n.metadata):
                     try:
@@ -321,7 +321,7 @@ class GraphmemStore(BaseStore):
                     await svc.delete(note.id, scope)
                     moved += 1
                     deleted += 1
-                if len(page) < 1000:
+                if len(page) < LIMITS.page_max:
                     break
                 offset += len(page) - deleted  # the moved notes are gone: the next page starts earlier
         return moved, skipped

@@ -18,24 +18,33 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
-from pydantic import Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from graphmem._version import __version__
 from graphmem.config import Settings, load_settings
 from graphmem.errors import ConfigError, GraphmemError
 from graphmem.local import ChatModelStart, chat_model, start_chat_model
-from graphmem.models import Scope, SearchHit, SearchMode
+from graphmem.models import LIMITS, NoteInput, Scope, SearchHit, SearchMode
+from graphmem.redaction import install_log_redaction, redact
 from graphmem.service.memory import AsyncMemoryService
 
 log = logging.getLogger(__name__)
 
+_GET_LINKS = 50  # links `get` shows (a hub note may have thousands; an agent needs the first few)
+
 INSTRUCTIONS = (
     "graphmem is a long-term memory of atomic notes linked by typed relationships. "
-    "Use `add` to remember a fact, event or preference (one self-contained statement), `search` to find "
+    "Use `add` to remember a fact, event or preference (one self-contained statement), `add_many` for several "
+    "at once (e.g. a conversation's turns, in order), `search` to find "
     "notes (with their ids), `ask` for an answer written from memory, `get` for one note with its links, "
     "`delete` to forget a note by id. When memory went wrong: `history` shows what changed a note and why, "
     "`rollback` restores an earlier version of it, `undo_add` undoes what adding a note did to other notes."
 )
+
+
+class BulkItem(BaseModel):
+    content: str = Field(description="the fact, event or turn to remember")
+    event_time: str | None = Field(None, description="when it happened, ISO 8601 or words ('8 May 2023')")
 
 
 def mcp_scope(settings: Settings) -> Scope:
@@ -112,7 +121,7 @@ def create_mcp_server(
         try:
             return await work(slot.get())
         except (GraphmemError, ValueError) as exc:  # ValueError: e.g. a malformed note id
-            raise ToolError(str(exc)) from exc
+            raise ToolError(redact(str(exc))) from None
 
     @server.tool(
         description="Remember something: stores it as a note, enriched with keywords, context and tags, "
@@ -138,12 +147,37 @@ def create_mcp_server(
         return out
 
     @server.tool(
+        description="Remember several things at once, in order (e.g. the turns of a conversation): each is "
+        "stored as a note like `add` does, linked to related notes, earlier items included. Sending the same "
+        "items again stores nothing twice.",
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True),
+    )
+    async def add_many(
+        items: Annotated[
+            list[BulkItem], Field(min_length=1, max_length=100, description="the facts, events or turns, oldest first")
+        ],
+    ) -> dict[str, Any]:
+        async def work(svc: AsyncMemoryService) -> dict[str, Any]:
+            report = await svc.ingest([NoteInput(content=x.content, event_time=x.event_time) for x in items], scope)
+            return {
+                "summary": report.summary(),
+                "items": [
+                    {"index": x.index, "status": x.status.value, "id": x.note_id, "links": len(x.links)}
+                    | ({"error": x.error} if x.error else {})
+                    for x in report.items
+                ],
+            } | ({"warnings": report.warnings} if report.warnings else {})
+
+        out: dict[str, Any] = await call(work)
+        return out
+
+    @server.tool(
         description="Search memory: the most relevant notes with ids and scores; linked notes are included.",
         annotations=ToolAnnotations(read_only_hint=True),
     )
     async def search(
         query: Annotated[str, Field(description="what to look for")],
-        k: Annotated[int, Field(ge=1, le=100, description="number of primary hits")] = 5,
+        k: Annotated[int, Field(ge=1, le=LIMITS.k_max, description="number of primary hits")] = 5,
         mode: Annotated[
             SearchMode | None,
             Field(description="vector, links (vector + linked notes) or hybrid (+ full-text)"),
@@ -162,7 +196,7 @@ def create_mcp_server(
     )
     async def ask(
         question: Annotated[str, Field(description="the question")],
-        k: Annotated[int | None, Field(ge=1, le=100, description="notes to retrieve")] = None,
+        k: Annotated[int | None, Field(ge=1, le=LIMITS.k_max, description="notes to retrieve")] = None,
     ) -> dict[str, Any]:
         async def work(svc: AsyncMemoryService) -> dict[str, Any]:
             result = await svc.ask(question, scope, k=k)
@@ -182,13 +216,14 @@ def create_mcp_server(
     async def get(note_id: Annotated[str, Field(description="the note id")]) -> dict[str, Any]:
         async def work(svc: AsyncMemoryService) -> dict[str, Any]:
             note = await svc.get(note_id, scope)
-            links = await svc.links(note_id, scope)
+            links = await svc.links(note_id, scope, limit=_GET_LINKS + 1)
             return {
                 "note": {**note.brief(), "version": note.version},
                 "links": [
                     {"source_id": x.source_id, "target_id": x.target_id, "type": x.type.value, "reason": x.reason}
-                    for x in links
+                    for x in links[:_GET_LINKS]
                 ],
+                "more_links": len(links) > _GET_LINKS,
             }
 
         out: dict[str, Any] = await call(work)
@@ -214,7 +249,7 @@ def create_mcp_server(
     async def history(
         note_id: Annotated[str, Field(description="the note id")],
         limit: Annotated[int, Field(ge=1, le=100, description="steps per page")] = 20,
-        offset: Annotated[int, Field(ge=0, description="steps to skip, oldest first")] = 0,
+        offset: Annotated[int, Field(ge=0, le=LIMITS.offset_max, description="steps to skip, oldest first")] = 0,
     ) -> dict[str, Any]:
         async def work(svc: AsyncMemoryService) -> dict[str, Any]:
             diffs = await svc.history_diff(note_id, scope, limit=limit, offset=offset)
@@ -275,4 +310,6 @@ def run_stdio(settings: Settings | None = None) -> None:
     """Serve over stdin/stdout until the client closes the connection."""
     settings = settings or load_settings()
     mcp_scope(settings)  # fail before the transport starts, with a message naming the setting
-    create_mcp_server(settings).run("stdio")
+    server = create_mcp_server(settings)
+    install_log_redaction()
+    server.run("stdio")

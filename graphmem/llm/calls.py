@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 import time
 from collections.abc import Sequence
+from operator import itemgetter
 from typing import Any, TypeVar
 
 import httpx
 import openai
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.runnables import RunnableLambda, RunnableMap, RunnablePassthrough
 from pydantic import BaseModel, ValidationError
 from tenacity import (
     AsyncRetrying,
@@ -33,6 +36,7 @@ from graphmem.errors import LLMError
 from graphmem.llm.outputs import strip_unsafe
 from graphmem.llm.prompts import repair_message
 from graphmem.models import Usage
+from graphmem.redaction import redact
 
 log = logging.getLogger(__name__)
 
@@ -101,10 +105,60 @@ def _has_tool_call(raw: AIMessage) -> bool:
     return bool(raw.tool_calls or raw.invalid_tool_calls or raw.additional_kwargs.get("tool_calls"))
 
 
+def _json_schema_runnable(model: BaseChatModel, schema: type[BaseModel]) -> Any:
+    """``response_format: json_schema`` sent in the request body, the reply parsed here.
+
+    The same request ``with_structured_output(method="json_schema")`` makes (llama-server turns the
+    schema into a grammar that constrains every token; OpenAI enforces it server-side), but through
+    the plain completion path: langchain-openai's structured path calls the SDK's ``parse()``, which
+    raises on a reply cut off at the output limit and on any value the grammar does not enforce
+    (a number's range), losing the reply that repair and ``lenient`` would have used.
+    Returns ``{"raw", "parsed", "parsing_error"}`` like ``include_raw=True``.
+    """
+    response_format = {
+        "type": "json_schema",
+        "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema(), "strict": False},
+    }
+    extra_body = {**(getattr(model, "extra_body", None) or {}), "response_format": response_format}
+
+    def parse(raw: AIMessage) -> BaseModel:
+        # Strict: the reply must be the JSON object itself. Anything else (fenced, with prose) goes
+        # through the caller's repair path, which extracts it and counts a repair.
+        if raw.tool_calls:
+            return schema.model_validate(raw.tool_calls[0]["args"])
+        return schema.model_validate_json(raw.content if isinstance(raw.content, str) else "")
+
+    parsed = RunnablePassthrough.assign(parsed=itemgetter("raw") | RunnableLambda(parse), parsing_error=lambda _: None)
+    unparsed = RunnablePassthrough.assign(parsed=lambda _: None)
+    return RunnableMap(raw=model.bind(extra_body=extra_body)) | parsed.with_fallbacks(
+        [unparsed], exception_key="parsing_error"
+    )
+
+
 def _record_usage(usage: Usage, raw: BaseMessage | None) -> None:
     meta = getattr(raw, "usage_metadata", None) or {}
     usage.input_tokens += int(meta.get("input_tokens", 0) or 0)
     usage.output_tokens += int(meta.get("output_tokens", 0) or 0)
+
+
+def yes_probability(raw: BaseMessage) -> float:
+    """P(yes) / (P(yes) + P(no)) over the first token's top log-probabilities (OpenAI's logprobs
+    format, which llama.cpp servers follow); without them, the answer text decides (1 or 0)."""
+    logprobs = raw.response_metadata.get("logprobs") if isinstance(raw, AIMessage) else None
+    first = (logprobs or {}).get("content") or []
+    if first:
+        top = first[0].get("top_logprobs") or [first[0]]
+        yes = no = 0.0
+        for t in top:
+            word = str(t.get("token", "")).strip().lower()
+            if (word and "yes".startswith(word)) or word.startswith("yes"):
+                yes += math.exp(float(t["logprob"]))
+            elif word and ("no".startswith(word) or word.startswith("no")):
+                no += math.exp(float(t["logprob"]))
+        if yes + no > 0:
+            return yes / (yes + no)
+    content = raw.content if isinstance(raw.content, str) else ""
+    return 1.0 if content.strip().lower().startswith("yes") else 0.0
 
 
 class LLMCaller:
@@ -127,13 +181,15 @@ class LLMCaller:
         self.repair_attempts = repair_attempts
         self._wait = _WaitRetryAfter(max_wait)
         self._bound: dict[type[BaseModel], Any] = {}
+        self._judge: Any = None
 
     def _structured(self, schema: type[BaseModel]) -> Any:
         if schema not in self._bound:
-            kwargs: dict[str, Any] = {"method": self.method, "include_raw": True}
             if self.method == "json_schema":
-                kwargs["strict"] = False
-            self._bound[schema] = self.model.with_structured_output(schema, **kwargs)
+                self._bound[schema] = _json_schema_runnable(self.model, schema)
+            else:
+                kwargs: dict[str, Any] = {"method": self.method, "include_raw": True}
+                self._bound[schema] = self.model.with_structured_output(schema, **kwargs)
         return self._bound[schema]
 
     async def _invoke(self, runnable: Any, messages: Sequence[BaseMessage], usage: Usage) -> Any:
@@ -153,12 +209,14 @@ class LLMCaller:
                         usage.llm_calls += 1
                         usage.llm_seconds += time.perf_counter() - started
         except Exception as exc:
+            # Upstream error text may echo the request's Authorization header or the key (issue 16):
+            # the message is redacted here, once, before any log or client sees it.
             if is_transient(exc):
                 hint = f" ({self.unavailable_hint})" if self.unavailable_hint else ""
                 raise LLMError(
-                    f"LLM unavailable after {self.max_retries + 1} attempts: {type(exc).__name__}: {exc}{hint}"
-                ) from exc
-            raise LLMError(f"LLM call failed: {type(exc).__name__}: {exc}") from exc
+                    redact(f"LLM unavailable after {self.max_retries + 1} attempts: {type(exc).__name__}: {exc}{hint}")
+                ) from None
+            raise LLMError(redact(f"LLM call failed: {type(exc).__name__}: {exc}")) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def structured(
@@ -201,8 +259,32 @@ class LLMCaller:
             log.info("structured output for %s unusable (round %d): %.200s", schema.__name__, round_no, error)
         return None, []
 
-    async def text(self, messages: Sequence[BaseMessage], usage: Usage) -> str:
-        raw = await self._invoke(self.model, messages, usage)
+    def _judging(self) -> Any:
+        """The model asked for one token and its log-probabilities (a yes/no judgment)."""
+        if self._judge is None:
+            kwargs: dict[str, Any] = {"logprobs": True, "top_logprobs": 5, "max_tokens": 1}
+            extra = getattr(self.model, "extra_body", None)
+            if isinstance(extra, dict) and "max_tokens" in extra:  # servers that read only max_tokens
+                kwargs["extra_body"] = {**extra, "max_tokens": 1}
+            self._judge = self.model.bind(**kwargs)
+        return self._judge
+
+    async def yes_probability(self, messages: Sequence[BaseMessage], usage: Usage) -> float:
+        """P(yes) of a yes/no question from the first token's log-probabilities; servers that send
+        none count a 'yes' answer as 1 and anything else as 0."""
+        raw = await self._invoke(self._judging(), messages, usage)
+        _record_usage(usage, raw)
+        return yes_probability(raw)
+
+    async def text(self, messages: Sequence[BaseMessage], usage: Usage, *, max_tokens: int | None = None) -> str:
+        runnable = self.model
+        if max_tokens is not None:
+            kwargs: dict[str, Any] = {"max_tokens": max_tokens}
+            extra = getattr(self.model, "extra_body", None)
+            if isinstance(extra, dict) and "max_tokens" in extra:
+                kwargs["extra_body"] = {**extra, "max_tokens": max_tokens}
+            runnable = self.model.bind(**kwargs)  # type: ignore[assignment]
+        raw = await self._invoke(runnable, messages, usage)
         _record_usage(usage, raw)
         content = raw.content
         return strip_unsafe(content if isinstance(content, str) else json.dumps(content))

@@ -32,7 +32,8 @@ def chat_model(settings: Settings) -> BaseChatModel | None:
     from graphmem.local.llm_server import LocalLLM
 
     local = LocalLLM(settings, show_progress=False)
-    return make_chat_model(settings, base_url=local.ensure_running(), model=local.model_name)
+    base_url = local.ensure_running()  # never compiles llama-server: install.sh or `graphmem llm start` does
+    return make_chat_model(settings, base_url=base_url, model=local.model_name, local_server=local.server)
 
 
 def start_chat_model(settings: Settings, start: ChatModelStart = chat_model) -> asyncio.Future[BaseChatModel | None]:

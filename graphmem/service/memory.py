@@ -15,9 +15,11 @@ lifecycle and the public methods; each step lives in its own module.
 
 from __future__ import annotations
 
+import asyncio
 import builtins
+import hashlib
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -25,17 +27,21 @@ from langchain_core.embeddings import Embeddings
 from pydantic import ValidationError
 
 from graphmem.config import Settings, load_settings
-from graphmem.errors import ConflictError, InvalidInputError, NoteNotFoundError
+from graphmem.errors import InvalidInputError, NoteNotFoundError
 from graphmem.llm.calls import LLMCaller
 from graphmem.llm.prompts import answer_messages
 from graphmem.models import (
+    LIMITS,
     MANUAL_CAUSE,
+    AddOutcome,
     AddResult,
     AddWrite,
     AskResult,
     ConstructedNote,
     EnrichmentStatus,
     EvolutionPlan,
+    IngestItem,
+    IngestReport,
     Link,
     LinkType,
     NeighbourUpdate,
@@ -50,17 +56,19 @@ from graphmem.models import (
     UndoResult,
     Usage,
     VersionDiff,
+    check_bound,
     check_id,
+    new_note_id,
     utcnow,
     validate_content,
 )
 from graphmem.ports import HistoryStore, ItemStore, NoteStore
-from graphmem.service import bulk, construct, evolve, retrieve, transfer, versions
+from graphmem.service import bulk, construct, evolve, ingest, retrieve, transfer, versions
 from graphmem.service.chat import ChatModelSlot, ChatModelSource
 from graphmem.service.context import build_context
 from graphmem.service.items import ItemService
 from graphmem.service.stats import RetrievalStats
-from graphmem.service.text import embed_text
+from graphmem.service.text import cosine, embed_text
 
 Progress = Callable[[int, int], None]
 
@@ -101,6 +109,10 @@ class AsyncMemoryService:
             else ItemService(items, self._embed, embedder.aembed_query, settings.max_content_chars)
         )
         self._stats = RetrievalStats(store)
+        # Big reads (search, pages, export) at once: each may map hundreds of notes of tens of KB on
+        # the event loop and hold them until they are sent; more in parallel only queue for the CPU
+        # and multiply the memory (issue 16: ten 8.5 MB searches held /health for seconds).
+        self._reads = asyncio.Semaphore(settings.max_concurrent_reads)
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -112,11 +124,14 @@ class AsyncMemoryService:
         chat_model: ChatModelSource = None,
         embedder: Embeddings | None = None,
         bootstrap: bool = True,
+        migrate_index: bool = False,
     ) -> AsyncMemoryService:
         """Connect to Neo4j (clear error if unreachable), bootstrap the schema, wire the embedder.
 
         The service starts no process: for the local model, pass ``chat_model`` (e.g. from
         ``graphmem.local.chat_model(settings)``) or run ``graphmem llm start`` first.
+        ``migrate_index`` rebuilds a 5.26-style vector index found on a 2026 server (``graphmem
+        migrate-index``); without it such an index is refused with that advice.
         """
         from graphmem import store as adapter  # the default adapter: the one place the service names it
         from graphmem.embeddings import embedding_dimensions, make_embedder
@@ -128,7 +143,9 @@ class AsyncMemoryService:
             made.append(embedder or make_embedder(settings))
             return embedding_dimensions(made[0])
 
-        note_store, histories, items = await adapter.open_stores(settings, dimensions if bootstrap else None)
+        note_store, histories, items = await adapter.open_stores(
+            settings, dimensions if bootstrap else None, migrate_index=migrate_index
+        )
         emb = made[0] if made else (embedder or make_embedder(settings))
         return cls(settings, note_store, emb, chat_model, histories=histories, items=items)
 
@@ -213,6 +230,7 @@ class AsyncMemoryService:
         if follows is not None:
             await self._require(follows, scope)  # a missing or other-scope id is the caller's error
         # Idempotent add: the same id (or, on request, the same content) never makes a second note.
+        # Ids are unique per scope: another scope's note with this id is neither seen nor refused.
         existing_id = note_id
         if existing_id is None and dedupe_content:
             existing_id = await self.store.find_by_content(note.content, scope)
@@ -220,8 +238,10 @@ class AsyncMemoryService:
             existing = await self.store.get(existing_id, scope)
             if existing is not None:
                 return AddResult(note=existing, created=False)
-            if note_id is not None and await self.store.scope_of(note_id) is not None:
-                raise ConflictError(f"note id {note_id!r} is already in use")
+        if note_id is None and dedupe_content:
+            # Two adds of one content may both pass the check above before either writes: both take
+            # the id derived from the content, so the store's MERGE (unique per scope) makes one note.
+            note.id = await self._content_id(note.content, scope)
 
         do_enrich = self.settings.enable_enrichment if enrich is None else enrich
         built = await self._construct(note, do_enrich)
@@ -231,6 +251,17 @@ class AsyncMemoryService:
         result = await self.write_note(built, plan, follows=follows)
         result.usage.total_seconds = time.perf_counter() - started
         return result
+
+    async def _content_id(self, content: str, scope: Scope) -> str:
+        """The id a dedupe_content add takes: derived from the content, so concurrent adds agree. An
+        earlier note with this id whose content was changed since (update) moves it to the next one."""
+        base = "c-" + hashlib.sha256(content.encode("utf-8")).hexdigest()[:40]
+        for n in range(1, 100):
+            candidate = base if n == 1 else f"{base}-{n}"
+            taken = await self.store.get(candidate, scope)
+            if taken is None or taken.content == content:
+                return candidate
+        return new_note_id()  # 99 rewrites of one content: give up on agreeing, never on storing
 
     def _new_note(
         self,
@@ -279,52 +310,159 @@ class AsyncMemoryService:
         note = self._new_note(content, scope, note_id, event_time, category, source_id, metadata)
         return await self._construct(note, self.settings.enable_enrichment if enrich is None else enrich)
 
-    async def decide_links(self, built: ConstructedNote) -> EvolutionPlan:
-        """Step 2 of an add: the note's nearest neighbours in its scope, the LLM's proposals for
-        links and neighbour updates, and the plan the service accepts from them. Nothing is stored;
-        the time and tokens go to ``built.usage``."""
+    @property
+    def links_enabled(self) -> bool:
+        """Whether an add runs the link/evolution step at all (settings: links or evolution, k > 0)."""
         s = self.settings
-        if not (s.enable_links or s.enable_evolution) or s.neighbour_k <= 0:
-            return EvolutionPlan()
-        usage, note = built.usage, built.note
+        return (s.enable_links or s.evolution_enabled) and s.neighbour_k > 0
+
+    async def neighbours(
+        self,
+        built: ConstructedNote,
+        *,
+        in_flight: Sequence[ConstructedNote] = (),
+        exclude_ids: Sequence[str] = (),
+    ) -> builtins.list[Note]:
+        """The candidates of the link/evolution step: the note's ``neighbour_k`` nearest notes of its
+        scope by cosine, from the store and from ``in_flight`` (notes constructed but not written yet,
+        e.g. the earlier notes of a concurrent ingest; a stored copy wins over an in-flight one).
+        ``exclude_ids`` are never candidates (e.g. notes that come after this one). Nothing is stored."""
+        s, note = self.settings, built.note
+        skip = {note.id, *exclude_ids}
         t0 = time.perf_counter()
         found = await self.store.vector_search(
-            built.embedding, note.scope, s.neighbour_k, exclude_ids=[note.id], over_fetch=s.over_fetch_ratio
+            built.embedding, note.scope, s.neighbour_k, exclude_ids=sorted(skip), over_fetch=s.over_fetch_ratio
         )
-        usage.store_seconds += time.perf_counter() - t0
-        neighbours = [n for n, _ in found]
+        built.usage.store_seconds += time.perf_counter() - t0
+        if not in_flight:
+            return [n for n, _ in found]
+        scored = {n.id: (score, n) for n, score in found}
+        for other in in_flight:
+            if other.note.id not in scored and other.note.id not in skip and other.note.scope == note.scope:
+                scored[other.note.id] = (cosine(built.embedding, other.embedding), other.note)
+        ranked = sorted(scored.values(), key=lambda x: (-x[0], x[1].id))
+        return [n for _, n in ranked[: s.neighbour_k]]
+
+    async def decide_links(self, built: ConstructedNote, *, neighbours: Sequence[Note] | None = None) -> EvolutionPlan:
+        """Step 2 of an add: the note's nearest neighbours in its scope (or the given candidates,
+        see ``neighbours``), the LLM's proposals for links and neighbour updates, and the plan the
+        service accepts from them. Nothing is stored; the time and tokens go to ``built.usage``."""
+        s = self.settings
+        if not self.links_enabled:
+            return EvolutionPlan()
+        usage, note = built.usage, built.note
+        if neighbours is None:
+            neighbours = await self.neighbours(built)
         if not neighbours:  # A-MEM asks even with zero neighbours; nothing could come of it
             return EvolutionPlan()
-        decision, rejected = await evolve.propose(await self.llm_caller(), note, neighbours, usage)
-        if decision is None:
-            return EvolutionPlan(rejected=rejected)
-        return evolve.plan_evolution(
-            note, neighbours, decision, links=s.enable_links, evolution=s.enable_evolution, rejected=rejected
-        )
+        llm = await self.llm_caller()
+        if s.resolved_link_decision == "pairwise":
+            plan = await evolve.decide_pairwise(
+                llm,
+                note,
+                neighbours,
+                usage,
+                candidates=s.link_candidates,
+                threshold=s.link_threshold,
+                links=s.enable_links,
+                evolution=s.evolution_enabled,
+            )
+            plan.candidates = [n.id for n in neighbours[: s.link_candidates]]
+        else:
+            decision, rejected = await evolve.propose(llm, note, neighbours, usage)
+            if decision is None:
+                return EvolutionPlan(rejected=rejected, candidates=[n.id for n in neighbours])
+            plan = evolve.plan_evolution(
+                note, neighbours, decision, links=s.enable_links, evolution=s.evolution_enabled, rejected=rejected
+            )
+            plan.candidates = [n.id for n in neighbours]
+        return await evolve.screen_evolutions(plan, note, neighbours, lambda texts: self._embed(texts, usage))
 
-    async def write_note(self, built: ConstructedNote, plan: EvolutionPlan, *, follows: str | None = None) -> AddResult:
+    async def write_note(
+        self,
+        built: ConstructedNote,
+        plan: EvolutionPlan,
+        *,
+        follows: str | None = None,
+        embedded: Mapping[str, Sequence[float]] | None = None,
+    ) -> AddResult:
         """Step 3 of an add: re-embed the evolved neighbours and write the note, its links (plus
-        a FOLLOWS link to ``follows``) and the evolutions in one transaction. Idempotent by id."""
+        a FOLLOWS link to ``follows``) and the evolutions in one transaction. Idempotent by id.
+        ``embedded``: vectors computed ahead, by the text they embed (``embed_updates``); a neighbour
+        whose text is not there is embedded here."""
+        write, plan = await self._add_write(built, plan, follows, embedded)
+        t0 = time.perf_counter()
+        outcome = await self.store.add(write)
+        built.usage.store_seconds += time.perf_counter() - t0
+        return await self._add_result(built, plan, outcome)
+
+    async def write_notes(
+        self, writes: Sequence[tuple[ConstructedNote, EvolutionPlan, str | None, Mapping[str, Sequence[float]] | None]]
+    ) -> builtins.list[AddResult]:
+        """``write_note`` for several notes of one scope in ONE statement and transaction, in order
+        (a later note may link to or evolve an earlier one of the same call). Each item: the
+        constructed note, its plan, its FOLLOWS target (or None), its vectors computed ahead. An
+        update whose neighbour has a ``NeighbourEvolution.before.version`` is checked against it:
+        when any neighbour changed meanwhile nothing is written (StaleWriteError)."""
+        if not writes:
+            return []
+        built_plans: list[tuple[ConstructedNote, EvolutionPlan]] = []
+        adds: list[AddWrite] = []
+        for built, plan, follows, embedded in writes:
+            write, full = await self._add_write(built, plan, follows, embedded, checked=True)
+            adds.append(write)
+            built_plans.append((built, full))
+        t0 = time.perf_counter()
+        outcomes = await self.store.add_group(adds)
+        share = (time.perf_counter() - t0) / len(adds)
+        results = []
+        for (built, plan), outcome in zip(built_plans, outcomes, strict=True):
+            built.usage.store_seconds += share
+            results.append(await self._add_result(built, plan, outcome))
+        return results
+
+    async def _add_write(
+        self,
+        built: ConstructedNote,
+        plan: EvolutionPlan,
+        follows: str | None,
+        embedded: Mapping[str, Sequence[float]] | None,
+        *,
+        checked: bool = False,
+    ) -> tuple[AddWrite, EvolutionPlan]:
+        """What the store writes for one add (the evolved neighbours re-embedded: the original left the
+        index stale for 100 evolutions), and the plan with its FOLLOWS link. ``checked``: each update
+        carries the neighbour version it was planned on."""
         usage, note = built.usage, built.note
         plan = evolve.with_follows(plan, note.id, follows)
         evolved = evolve.evolved_notes(plan)
-        # Re-embedded now: the original left the index stale for 100 evolutions.
-        vectors = await self._embed([self._embed_text(n) for n in evolved], usage)
+        texts = [self._embed_text(n) for n in evolved]
+        ready = embedded or {}
+        missing = [t for t in texts if t not in ready]
+        fresh = dict(zip(missing, await self._embed(missing, usage), strict=True))
+        vectors = [list(ready[t]) if t in ready else fresh[t] for t in texts]
         updates = [
-            NeighbourUpdate(note_id=n.id, context=n.context, tags=n.tags, keywords=n.keywords, embedding=v)
-            for n, v in zip(evolved, vectors, strict=True)
-        ]
-        t0 = time.perf_counter()
-        outcome = await self.store.add(
-            AddWrite(
-                note=note,
-                embedding=built.embedding,
-                links=plan.links,
-                updates=updates,
-                variant=self.settings.embed_text_variant,
+            NeighbourUpdate(
+                note_id=n.id,
+                context=n.context,
+                tags=n.tags,
+                keywords=n.keywords,
+                embedding=v,
+                expected_version=u.before.version if checked else None,
             )
+            for n, v, u in zip(evolved, vectors, plan.updates, strict=True)
+        ]
+        write = AddWrite(
+            note=note,
+            embedding=built.embedding,
+            links=plan.links,
+            updates=updates,
+            variant=self.settings.embed_text_variant,
         )
-        usage.store_seconds += time.perf_counter() - t0
+        return write, plan
+
+    async def _add_result(self, built: ConstructedNote, plan: EvolutionPlan, outcome: AddOutcome) -> AddResult:
+        usage, note = built.usage, built.note
         if not outcome.created:  # a concurrent add of the same id won the race: idempotent, nothing written
             existing = await self.store.get(note.id, note.scope)
             if existing is None:  # deleted again meanwhile
@@ -336,8 +474,16 @@ class AsyncMemoryService:
             links=outcome.links,
             evolved=evolve.neighbour_changes(plan, outcome.versions),
             rejected=plan.rejected,
+            candidates=plan.candidates,
             usage=usage,
         )
+
+    async def embed_updates(self, plan: EvolutionPlan, usage: Usage | None = None) -> dict[str, builtins.list[float]]:
+        """The vectors of a plan's evolved neighbours, by the text they embed: ``write_note(...,
+        embedded=...)`` then skips the embedding (a concurrent ingest computes them before its turn
+        to write comes)."""
+        texts = [self._embed_text(n) for n in evolve.evolved_notes(plan)]
+        return dict(zip(texts, await self._embed(texts, usage), strict=True))
 
     async def add_many(
         self,
@@ -354,8 +500,51 @@ class AsyncMemoryService:
         any item is invalid. ``usage`` (optional) collects the seconds spent embedding and writing;
         the two overlap, so they add up to more than the wall time.
         """
+        check_bound(batch_size, 1, LIMITS.batch_max, "batch_size")
         return await bulk.add_many(
             self.store, self._embed, self.settings, items, scope, batch_size=batch_size, progress=progress, usage=usage
+        )
+
+    async def ingest(
+        self,
+        items: Sequence[NoteInput],
+        scope: Scope,
+        *,
+        concurrency: int | None = None,
+        enrich: bool | None = None,
+        on_item: Callable[[IngestItem], None] | None = None,
+    ) -> IngestReport:
+        """Agentic bulk ingest: every item added the A-MEM way (enrichment, links, evolution), up
+        to ``concurrency`` notes in flight (default ``GRAPHMEM_INGEST_CONCURRENCY``), in A-MEM's
+        order: a note's link candidates are every earlier item (stored or still in flight), never
+        a later one, and notes are written in the items' order.
+
+        Resumable and per item: ids already stored in the scope are skipped (an item without
+        ``note_id`` gets one derived from the scope and its ``source_id``, or its content), errors
+        fail their item only, ``on_item`` hears of each item once its outcome is final (an added
+        note is committed). The rules, including two notes evolving one neighbour: ``service/ingest.py``.
+        ``enrich=False`` stores the notes raw (no LLM call); the items' keywords, tags and context are
+        not used (the LLM writes them).
+        """
+        (report,) = await self.ingest_scopes([(scope, items)], concurrency=concurrency, enrich=enrich, on_item=on_item)
+        return report
+
+    async def ingest_scopes(
+        self,
+        batches: Sequence[tuple[Scope, Sequence[NoteInput]]],
+        *,
+        concurrency: int | None = None,
+        enrich: bool | None = None,
+        on_item: Callable[[IngestItem], None] | None = None,
+    ) -> builtins.list[IngestReport]:
+        """``ingest`` of several scopes at once, sharing ``concurrency``: the scopes run in parallel,
+        each in its own order. One report per (scope, items) pair, in the same order."""
+        return await ingest.ingest(
+            self,
+            batches,
+            concurrency=self.settings.resolved_ingest_concurrency if concurrency is None else concurrency,
+            enrich=enrich,
+            on_item=on_item,
         )
 
     async def update(self, note_id: str, scope: Scope, content: str) -> AddResult:
@@ -388,6 +577,7 @@ class AsyncMemoryService:
 
     async def repair(self, scope: Scope, *, limit: int = 100) -> int:
         """Re-run note construction (and linking) for notes stored raw after an LLM failure."""
+        check_bound(limit, 1, LIMITS.repair_max, "repair limit")
         repaired = 0
         for note_id in await self.store.pending(scope, limit):
             note = await self.store.get(note_id, scope)
@@ -495,9 +685,10 @@ class AsyncMemoryService:
         return await self._require(note_id, scope)
 
     async def list(self, scope: Scope, *, limit: int = 50, offset: int = 0) -> builtins.list[Note]:
-        if not 1 <= limit <= 1000 or offset < 0:
-            raise InvalidInputError("limit must be 1..1000 and offset >= 0")
-        return await self.store.list_notes(scope, limit=limit, offset=offset)
+        """A page of the scope's notes, newest first (``limit`` up to ``LIMITS.page_max``)."""
+        _page(limit, offset, LIMITS.page_max)
+        async with self._reads:
+            return await self.store.list_notes(scope, limit=limit, offset=offset)
 
     async def count(self, scope: Scope) -> int:
         return await self.store.count(scope)
@@ -506,20 +697,26 @@ class AsyncMemoryService:
         """Ids of the scope's notes with these source ids (source id -> note id): resumable ingest."""
         return await self.store.find_by_source(list(source_ids), scope)
 
-    async def links(self, note_id: str, scope: Scope) -> builtins.list[Link]:
+    async def links(
+        self, note_id: str, scope: Scope, *, limit: int = LIMITS.links_page_max, offset: int = 0
+    ) -> builtins.list[Link]:
+        """A page of the note's typed links (both directions), oldest first."""
+        _page(limit, offset, LIMITS.links_page_max)
         await self._require(note_id, scope)
-        return await self.store.links(note_id, scope)
+        async with self._reads:
+            return await self.store.links(note_id, scope, limit=limit, offset=offset)
 
     async def history(
-        self, note_id: str, scope: Scope, *, limit: int = 100, offset: int = 0
+        self, note_id: str, scope: Scope, *, limit: int = LIMITS.history_page_max, offset: int = 0
     ) -> builtins.list[NoteVersion]:
         """A page of the note's earlier versions, oldest first (the note itself is the newest)."""
-        versions.check_page(limit, offset)
+        _page(limit, offset, LIMITS.history_page_max)
         await self._require(note_id, scope)
-        return await self.store.history(note_id, scope, limit=limit, offset=offset)
+        async with self._reads:
+            return await self.store.history(note_id, scope, limit=limit, offset=offset)
 
     async def history_diff(
-        self, note_id: str, scope: Scope, *, limit: int = 100, offset: int = 0
+        self, note_id: str, scope: Scope, *, limit: int = LIMITS.history_page_max, offset: int = 0
     ) -> builtins.list[VersionDiff]:
         """What changed from each version to the next, oldest first, paged by step: a word diff of
         content and context, tags and keywords added and removed, and the cause of each step."""
@@ -531,7 +728,8 @@ class AsyncMemoryService:
         return await self.store.scopes(user_id)
 
     async def export_notes(self, scope: Scope) -> builtins.list[dict[str, Any]]:
-        return await transfer.export_records(self.store, scope)
+        async with self._reads:
+            return await transfer.export_records(self.store, scope)
 
     async def health(self) -> dict[str, Any]:
         server = await self.store.verify()
@@ -554,9 +752,7 @@ class AsyncMemoryService:
         links), "hybrid" (vector fused with full-text by score, + links; the default).
         ``query_embedding`` skips embedding the query (benchmarks); ``usage`` collects the time.
         """
-        k = self.settings.search_k if k is None else k
-        if not isinstance(k, int) or not 1 <= k <= 1000:
-            raise InvalidInputError("k must be between 1 and 1000")
+        k = check_bound(self.settings.search_k if k is None else k, 1, LIMITS.k_max, "k")
         search_mode = SearchMode.parse(mode or self.settings.search_mode)
         query = validate_content(query, self.settings.max_content_chars, what="query")
         if filters is not None and not isinstance(filters, SearchFilters):
@@ -569,19 +765,20 @@ class AsyncMemoryService:
             vec = await self.embedder.aembed_query(query)
             usage.embed_seconds += time.perf_counter() - started
         t0 = time.perf_counter()
-        hits = await retrieve.retrieve(
-            self.store,
-            query,
-            vec,
-            scope,
-            k=k,
-            mode=search_mode,
-            filters=filters,
-            over_fetch=self.settings.over_fetch_ratio,
-            per_hit=self.settings.links_per_hit,
-            pool=self.settings.search_pool,
-            text_weight=self.settings.fulltext_weight,
-        )
+        async with self._reads:
+            hits = await retrieve.retrieve(
+                self.store,
+                query,
+                vec,
+                scope,
+                k=k,
+                mode=search_mode,
+                filters=filters,
+                over_fetch=self.settings.over_fetch_ratio,
+                per_hit=self.settings.links_per_hit,
+                pool=self.settings.search_pool,
+                text_weight=self.settings.fulltext_weight,
+            )
         usage.store_seconds += time.perf_counter() - t0
         if hits:
             self._stats.record((h.note.id for h in hits), scope)
@@ -605,9 +802,12 @@ class AsyncMemoryService:
         """
         started = time.perf_counter()
         usage = Usage()
+        budget = self.settings.context_token_budget if token_budget is None else token_budget
+        check_bound(budget, LIMITS.token_budget_min, LIMITS.token_budget_max, "token budget")
         hits = await self.search(question, scope, k=k, mode=mode, filters=filters, usage=usage)
-        ctx = build_context([h.note for h in hits], token_budget or self.settings.context_token_budget)
+        ctx = build_context([h.note for h in hits], budget)
         used = [hits[i] for i in ctx.used]
+        del hits  # only the notes in the context stay in memory while the LLM answers
         answer = await self.answer(question, ctx.text or "(no notes)", instructions=instructions, usage=usage)
         usage.total_seconds = time.perf_counter() - started
         return AskResult(question=question, answer=answer, notes=used, context_tokens=ctx.tokens, usage=usage)
@@ -620,3 +820,8 @@ class AsyncMemoryService:
         llm = await self.llm_caller()
         text = await llm.text(answer_messages(question, context, instructions), usage or Usage())
         return text.strip()
+
+
+def _page(limit: int, offset: int, most: int) -> None:
+    check_bound(limit, 1, most, "limit")
+    check_bound(offset, 0, LIMITS.offset_max, "offset")

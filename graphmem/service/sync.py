@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import threading
-from collections.abc import Coroutine, Iterable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -18,10 +18,13 @@ from langchain_core.embeddings import Embeddings
 
 from graphmem.config import Settings
 from graphmem.models import (
+    LIMITS,
     AddResult,
     AskResult,
     ConstructedNote,
     EvolutionPlan,
+    IngestItem,
+    IngestReport,
     Link,
     LinkType,
     Note,
@@ -158,11 +161,35 @@ class MemoryService:
             )
         )
 
-    def decide_links(self, built: ConstructedNote) -> EvolutionPlan:
-        return self._loop.run(self.aio.decide_links(built))
+    def neighbours(
+        self,
+        built: ConstructedNote,
+        *,
+        in_flight: Sequence[ConstructedNote] = (),
+        exclude_ids: Sequence[str] = (),
+    ) -> builtins.list[Note]:
+        return self._loop.run(self.aio.neighbours(built, in_flight=in_flight, exclude_ids=exclude_ids))
 
-    def write_note(self, built: ConstructedNote, plan: EvolutionPlan, *, follows: str | None = None) -> AddResult:
-        return self._loop.run(self.aio.write_note(built, plan, follows=follows))
+    def decide_links(self, built: ConstructedNote, *, neighbours: Sequence[Note] | None = None) -> EvolutionPlan:
+        return self._loop.run(self.aio.decide_links(built, neighbours=neighbours))
+
+    def write_note(
+        self,
+        built: ConstructedNote,
+        plan: EvolutionPlan,
+        *,
+        follows: str | None = None,
+        embedded: Mapping[str, Sequence[float]] | None = None,
+    ) -> AddResult:
+        return self._loop.run(self.aio.write_note(built, plan, follows=follows, embedded=embedded))
+
+    def write_notes(
+        self, writes: Sequence[tuple[ConstructedNote, EvolutionPlan, str | None, Mapping[str, Sequence[float]] | None]]
+    ) -> builtins.list[AddResult]:
+        return self._loop.run(self.aio.write_notes(writes))
+
+    def embed_updates(self, plan: EvolutionPlan, usage: Usage | None = None) -> dict[str, builtins.list[float]]:
+        return self._loop.run(self.aio.embed_updates(plan, usage))
 
     def add_many(
         self,
@@ -174,6 +201,27 @@ class MemoryService:
         usage: Usage | None = None,
     ) -> builtins.list[str]:
         return self._loop.run(self.aio.add_many(items, scope, batch_size=batch_size, progress=progress, usage=usage))
+
+    def ingest(
+        self,
+        items: Sequence[NoteInput],
+        scope: Scope,
+        *,
+        concurrency: int | None = None,
+        enrich: bool | None = None,
+        on_item: Callable[[IngestItem], None] | None = None,
+    ) -> IngestReport:
+        return self._loop.run(self.aio.ingest(items, scope, concurrency=concurrency, enrich=enrich, on_item=on_item))
+
+    def ingest_scopes(
+        self,
+        batches: Sequence[tuple[Scope, Sequence[NoteInput]]],
+        *,
+        concurrency: int | None = None,
+        enrich: bool | None = None,
+        on_item: Callable[[IngestItem], None] | None = None,
+    ) -> builtins.list[IngestReport]:
+        return self._loop.run(self.aio.ingest_scopes(batches, concurrency=concurrency, enrich=enrich, on_item=on_item))
 
     def update(self, note_id: str, scope: Scope, content: str) -> AddResult:
         return self._loop.run(self.aio.update(note_id, scope, content))
@@ -210,14 +258,18 @@ class MemoryService:
     def find_by_source(self, source_ids: Sequence[str], scope: Scope) -> dict[str, str]:
         return self._loop.run(self.aio.find_by_source(source_ids, scope))
 
-    def links(self, note_id: str, scope: Scope) -> builtins.list[Link]:
-        return self._loop.run(self.aio.links(note_id, scope))
+    def links(
+        self, note_id: str, scope: Scope, *, limit: int = LIMITS.links_page_max, offset: int = 0
+    ) -> builtins.list[Link]:
+        return self._loop.run(self.aio.links(note_id, scope, limit=limit, offset=offset))
 
-    def history(self, note_id: str, scope: Scope, *, limit: int = 100, offset: int = 0) -> builtins.list[NoteVersion]:
+    def history(
+        self, note_id: str, scope: Scope, *, limit: int = LIMITS.history_page_max, offset: int = 0
+    ) -> builtins.list[NoteVersion]:
         return self._loop.run(self.aio.history(note_id, scope, limit=limit, offset=offset))
 
     def history_diff(
-        self, note_id: str, scope: Scope, *, limit: int = 100, offset: int = 0
+        self, note_id: str, scope: Scope, *, limit: int = LIMITS.history_page_max, offset: int = 0
     ) -> builtins.list[VersionDiff]:
         return self._loop.run(self.aio.history_diff(note_id, scope, limit=limit, offset=offset))
 

@@ -3,14 +3,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from graphmem.errors import InvalidInputError
-from graphmem.models import Note, validate_content, validate_label
+import numpy as np
 
-_MAX_META_KEYS = 32
-_MAX_META_VALUE = 1000
+from graphmem.errors import InvalidInputError
+from graphmem.models import LIMITS, Note, validate_content, validate_label
+
+_MAX_META_KEYS = LIMITS.metadata_keys
+_MAX_META_VALUE = LIMITS.metadata_value_chars
 _EVENT_FORMATS = (
     "%I:%M %p on %d %B, %Y",  # LoCoMo session dates: "1:56 pm on 8 May, 2023"
     "%I:%M %p on %d %b, %Y",
@@ -100,8 +103,16 @@ def embed_text(note: Note, variant: str) -> str:
     return "\n".join(parts)
 
 
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    """Cosine similarity, the measure of the vector index (for candidates not in the index yet)."""
+    x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    norm = float(np.linalg.norm(x) * np.linalg.norm(y))
+    return float(x @ y) / norm if norm > 0 else 0.0
+
+
 __all__ = [
     "check_note_text",
+    "cosine",
     "embed_text",
     "parse_event_time",
     "validate_content",

@@ -22,6 +22,7 @@ from difflib import SequenceMatcher
 
 from graphmem.errors import ConflictError, InvalidInputError, NoteNotFoundError, VersionNotFoundError
 from graphmem.models import (
+    LIMITS,
     ROLLBACK_CAUSE,
     UNDO_CAUSE,
     VERSIONED_FIELDS,
@@ -41,6 +42,7 @@ from graphmem.models import (
     UndoResult,
     UndoWrite,
     VersionDiff,
+    check_bound,
     check_id,
     describe_change,
     is_change_label,
@@ -51,7 +53,6 @@ from graphmem.ports import NoteStore
 Embed = Callable[[Sequence[str]], Awaitable[list[list[float]]]]
 EmbedText = Callable[[Note], str]
 
-HISTORY_PAGE_MAX = 1000
 # A word with the whitespace after it: a diff of these keeps the spacing and reads as words.
 _WORDS = re.compile(r"\s+|\S+\s*")
 
@@ -139,10 +140,8 @@ def diff_states(versions: Sequence[NoteVersion], now: NoteState | None) -> list[
 
 
 def check_page(limit: int, offset: int) -> None:
-    if not isinstance(limit, int) or not 1 <= limit <= HISTORY_PAGE_MAX:
-        raise InvalidInputError(f"limit must be 1..{HISTORY_PAGE_MAX}")
-    if not isinstance(offset, int) or offset < 0:
-        raise InvalidInputError("offset must be >= 0")
+    check_bound(limit, 1, LIMITS.history_page_max, "limit")
+    check_bound(offset, 0, LIMITS.offset_max, "offset")
 
 
 # --- reads ----------------------------------------------------------------------------------------
@@ -324,7 +323,6 @@ async def undo_add(
 
 
 __all__ = [
-    "HISTORY_PAGE_MAX",
     "decide_revert",
     "diff_states",
     "field_diffs",

@@ -22,19 +22,21 @@ from graphmem.store.probe import (
     server_info,
     wait_for_bolt,
 )
-from graphmem.store.schema import bootstrap_schema
+from graphmem.store.schema import MIGRATE_COMMAND, bootstrap_schema, migrate_vector_index, needs_migration
 
 
 async def open_stores(
-    settings: Settings, dimensions: Callable[[], int] | None = None
+    settings: Settings, dimensions: Callable[[], int] | None = None, *, migrate_index: bool = False
 ) -> tuple[Neo4jNoteStore, Neo4jHistoryStore, Neo4jItemStore]:
-    """Connect (clear error if unreachable), then, given ``dimensions`` (asked only once Neo4j
-    answered), create the schema for vectors of that size. The driver is closed again on failure."""
+    """Connect (clear error if unreachable; the store learns the server line), then, given
+    ``dimensions`` (asked only once Neo4j answered), create the schema for vectors of that size;
+    ``migrate_index`` rebuilds a 5.26-style vector index on a 2026 server (else it is refused).
+    The driver is closed again on failure."""
     store = Neo4jNoteStore.from_settings(settings)
     try:
         await store.verify()
         if dimensions is not None:
-            await bootstrap_schema(store, dimensions())
+            await bootstrap_schema(store, dimensions(), migrate=migrate_index)
     except BaseException:
         await store.close()
         raise
@@ -42,6 +44,7 @@ async def open_stores(
 
 
 __all__ = [
+    "MIGRATE_COMMAND",
     "BenchQueries",
     "CredentialsRefusedError",
     "Neo4jHistoryStore",
@@ -52,6 +55,8 @@ __all__ = [
     "check_bolt",
     "ensure_reachable",
     "lucene_query",
+    "migrate_vector_index",
+    "needs_migration",
     "open_stores",
     "server_info",
     "wait_for_bolt",

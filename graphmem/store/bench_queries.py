@@ -23,6 +23,14 @@ class BenchQueries:
             raise TypeError(f"the benchmark queries need graphmem's Neo4j store, got {type(store).__name__}")
         self.store = store
 
+    async def server(self) -> dict[str, str]:
+        """The server's name, version, edition, query line and default Cypher language."""
+        return await self.store.server()
+
+    async def await_indexes(self, seconds: int) -> None:
+        """Wait until every index is ONLINE (after a bulk import, before timing searches)."""
+        await self.store.run_schema(self.store.query("schema/await"), seconds=seconds)
+
     async def brute_force(self, embedding: Sequence[float], scope: Scope, k: int) -> list[tuple[str, float]]:
         """Exact top-k by a Cypher scan of the scope (no index): the baseline the HNSW path is measured against."""
         rows = await self.store.run("bench/brute_force", embedding=list(embedding), k=k, **scope.params())

@@ -23,6 +23,7 @@ from neo4j.exceptions import (
 )
 
 from graphmem.errors import InvalidInputError, StoreUnavailableError
+from graphmem.redaction import redact
 
 DB_NOT_FOUND = "Neo.ClientError.Database.DatabaseNotFound"
 # Transactions the server ended (shutdown, time limit): reported as ClientError, never retried.
@@ -118,9 +119,11 @@ def explain(exc: BaseException, target: Target, *, connecting: bool = False) -> 
         return exc
     for rule in _RULES:
         if rule.matches(exc) and (connecting or not rule.connecting_only):
-            return rule.error(rule.message(exc, target))
+            return rule.error(redact(rule.message(exc, target)))  # driver text may quote a URI
     if connecting:
-        return StoreUnavailableError(f"cannot use Neo4j at {target.uri}: {type(exc).__name__}: {message_of(exc)}")
+        return StoreUnavailableError(
+            redact(f"cannot use Neo4j at {target.uri}: {type(exc).__name__}: {message_of(exc)}")
+        )
     return None
 
 

@@ -78,7 +78,7 @@ class Neo4jHistoryStore:
         """The serialised messages (``message_to_dict`` JSON), oldest first; `last` keeps only the newest N."""
         key = self._check(scope, session_id)
         await self.ensure_schema()
-        limit = _ALL if last is None else max(0, last)
+        limit = _ALL if last is None else min(max(0, last), _ALL)  # bounded: Neo4j's LIMIT is a 64-bit long
         rows = await self._notes.run("history/messages", key=key, **scope.params(), limit=limit)
         return [r["data_json"] for r in rows]
 
@@ -90,5 +90,5 @@ class Neo4jHistoryStore:
 
     async def sessions(self, scope: Scope, *, limit: int = 100) -> list[SessionInfo]:
         await self.ensure_schema()
-        rows = await self._notes.run("history/sessions", **scope.params(), limit=limit)
+        rows = await self._notes.run("history/sessions", **scope.params(), limit=min(max(0, limit), _ALL))
         return [session_from_record(r) for r in rows]

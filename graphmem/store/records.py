@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from pydantic_core import from_json
+
 from graphmem.models import (
     EnrichmentStatus,
     EvolutionTrace,
@@ -84,7 +86,7 @@ def note_from_record(rec: Mapping[str, Any]) -> Note:
         context=rec.get("context") or "",
         category=rec.get("category"),
         source_id=rec.get("source_id"),
-        metadata=json.loads(metadata_json) if metadata_json else {},
+        metadata=from_json(metadata_json) if metadata_json else {},  # pydantic-core: 5x json.loads
         enrichment=EnrichmentStatus(rec.get("enrichment") or "done"),
         retrieval_count=rec.get("retrieval_count") or 0,
         last_accessed=native(rec.get("last_accessed")),

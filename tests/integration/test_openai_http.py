@@ -1,4 +1,8 @@
-"""The LLM path through langchain-openai's real HTTP client, against a local OpenAI-compatible stub."""
+"""The LLM path through langchain-openai's real HTTP client, against a local OpenAI-compatible stub.
+
+These script tool-call replies: the ``function_calling`` path (llama-cpp-python, compatible servers).
+The ``json_schema`` path of the local llama-server: tests/unit/test_llm_json_schema.py.
+"""
 
 from __future__ import annotations
 
@@ -33,7 +37,9 @@ def _script(body: dict[str, Any]) -> tuple[int, dict[str, str], Any]:
 async def test_add_and_ask_through_chat_openai(make_service: Any, scope: Scope) -> None:
     with OpenAIStub(_script) as stub:
         model = ChatOpenAI(base_url=stub.base_url, api_key="test-key", model="stub", max_retries=0, timeout=10)
-        svc, _ = await make_service(chat_model=model)  # the real client instead of the scripted one
+        svc, _ = await make_service(
+            chat_model=model, structured_output_method="function_calling"
+        )  # the real client instead of the scripted one
         added = await svc.add("Ana takes violin lessons on Tuesdays.", scope)
         answer = await svc.ask("When does Ana take violin lessons?", scope)
     assert added.note.keywords == ["violin", "lessons"] and added.note.enrichment == EnrichmentStatus.DONE
@@ -57,7 +63,9 @@ async def test_rate_limit_and_server_error_are_retried(make_service: Any, scope:
 
     with OpenAIStub(script) as stub:
         model = ChatOpenAI(base_url=stub.base_url, api_key="k", model="stub", max_retries=0, timeout=10)
-        svc, _ = await make_service(chat_model=model, enable_links=False, enable_evolution=False)
+        svc, _ = await make_service(
+            chat_model=model, structured_output_method="function_calling", enable_links=False, enable_evolution=False
+        )
         added = await svc.add("Leo repairs bicycles.", scope)
     assert added.note.enrichment == EnrichmentStatus.DONE
     assert len(stub.requests) == 3 and added.usage.llm_calls == 3
@@ -66,7 +74,7 @@ async def test_rate_limit_and_server_error_are_retried(make_service: Any, scope:
 async def test_endless_server_errors_store_the_note_raw(make_service: Any, scope: Scope) -> None:
     with OpenAIStub(lambda body: (503, {}, {"error": {"message": "down"}})) as stub:
         model = ChatOpenAI(base_url=stub.base_url, api_key="k", model="stub", max_retries=0, timeout=10)
-        svc, _ = await make_service(chat_model=model, llm_max_retries=2)
+        svc, _ = await make_service(chat_model=model, structured_output_method="function_calling", llm_max_retries=2)
         added = await svc.add("Mia paints watercolours.", scope)
     assert added.created and added.note.enrichment == EnrichmentStatus.PENDING
     assert len(stub.requests) == 3
@@ -100,7 +108,7 @@ async def test_cut_off_tool_call_is_re_asked_without_resending_it(make_service: 
 
     with OpenAIStub(script) as stub:
         model = ChatOpenAI(base_url=stub.base_url, api_key="k", model="stub", max_retries=0, timeout=10)
-        svc, _ = await make_service(chat_model=model)
+        svc, _ = await make_service(chat_model=model, structured_output_method="function_calling")
         first = await svc.add("Ana takes violin lessons on Tuesdays.", scope)
         second = await svc.add("Ana's violin teacher praised her bowing.", scope)
     assert len(evolve_requests) == 2

@@ -20,7 +20,7 @@ from graphmem.interfaces.rest import create_app, parse_api_keys
 from graphmem.models import Scope
 from graphmem.service.memory import AsyncMemoryService
 from graphmem.store.neo4j_store import Neo4jNoteStore
-from tests.fakes import ScriptedChatModel, amem_responder, step_of
+from tests.fakes import EVOLVED_SUFFIX, ScriptedChatModel, amem_responder, step_of
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -47,7 +47,7 @@ async def api(
     async with client_for(app, **{"X-API-Key": KEY, "X-User-Id": scope.user_id}) as client:
         yield client, svc
     bound = Scope(user_id=scope.user_id, agent_id="bound")  # not covered by the `scope` cleanup
-    for note in await svc.list(bound, limit=1000):
+    for note in await svc.list(bound, limit=100):
         await svc.delete(note.id, bound)
 
 
@@ -109,7 +109,7 @@ async def test_notes_crud_links_history(api: Any, scope: Scope) -> None:
     assert [(x["target_id"], x["type"]) for x in second.json()["links"]] == [("pottery-1", "SUPPORTS")]
 
     r = await client.get("/v1/notes/pottery-1")
-    assert r.status_code == 200 and r.json()["context"] == "Updated context after a related note."
+    assert r.status_code == 200 and r.json()["context"].endswith(EVOLVED_SUFFIX)
     assert r.json()["metadata"] == {"source": "chat"} and r.json()["version"] == 2
 
     page = (await client.get("/v1/notes", params={"limit": 1})).json()
@@ -154,6 +154,38 @@ async def test_conversation_turn_follows_the_previous_one(api: Any, scope: Scope
     lost = await client.post("/v1/notes", json={"content": "x", "follows": "no-such-turn"})
     assert lost.status_code == 404 and "no-such-turn" in lost.json()["error"]["message"]
     assert (await client.get("/v1/notes")).json()["total"] == before  # nothing written
+
+
+async def test_bulk_add_in_order_per_item_outcomes_and_safe_resend(api: Any, scope: Scope) -> None:
+    client, _ = api
+    p = scope.user_id
+    body = {
+        "notes": [
+            {"content": "Ada adopted a kitten.", "note_id": f"{p}-t1", "event_time": "2023-05-08"},
+            {"content": "Ada's kitten is called Pixel.", "note_id": f"{p}-t2", "follows": f"{p}-t1"},
+            {"content": "   "},
+            {"content": "Pixel sleeps on Ada's laptop.", "follows": "no-such-turn"},
+        ],
+        "concurrency": 2,
+    }
+    r = await client.post("/v1/notes/bulk", json=body)
+    assert r.status_code == 200, r.text
+    out = r.json()
+    assert [x["status"] for x in out["items"]] == ["added", "added", "failed", "failed"]
+    assert out["summary"]["added"] == 2 and out["summary"]["failed"] == 2
+    second = out["items"][1]
+    assert {(x["target_id"], x["type"]) for x in second["links"]} >= {(f"{p}-t1", "FOLLOWS")}
+    assert second["enrichment"] == "done" and "embedding" not in str(out)
+    assert "empty" in out["items"][2]["error"] and "no-such-turn" in out["items"][3]["error"]
+    again = await client.post("/v1/notes/bulk", json=body)  # a client resending after a timeout
+    assert [x["status"] for x in again.json()["items"]] == ["existing", "existing", "failed", "failed"]
+    assert (await client.get("/v1/notes")).json()["total"] == 2
+    too_many = await client.post("/v1/notes/bulk", json={"notes": [{"content": "x"}] * 1001})
+    assert too_many.status_code == 422
+    other = await client.post(
+        "/v1/notes/bulk", json={**body, "agent_id": "elsewhere"}, headers={"X-API-Key": BOUND_KEY}
+    )
+    assert other.status_code == 403
 
 
 async def test_search_and_ask(api: Any) -> None:
@@ -238,16 +270,6 @@ async def test_bad_requests_get_clear_4xx(api: Any, scope: Scope) -> None:
     r = await client.post("/v1/notes", content=chunks(), headers={"content-type": "application/json"})
     assert r.status_code == 413
 
-    # An id used by another scope is a conflict, not a silent overwrite.
-    await svc.add(
-        "someone else's note", Scope(user_id=scope.user_id + "-other"), note_id=f"{scope.user_id}-shared", enrich=False
-    )
-    try:
-        r = await client.post("/v1/notes", json={"content": "mine", "note_id": f"{scope.user_id}-shared"})
-        assert r.status_code == 409 and r.json()["error"]["code"] == "conflict"
-    finally:
-        await svc.delete(f"{scope.user_id}-shared", Scope(user_id=scope.user_id + "-other"))
-
 
 async def test_llm_and_store_failures_are_502_and_503(scope: Scope, make_service: Any, settings: Any) -> None:
     def broken(messages: list[BaseMessage]) -> Any:
@@ -289,7 +311,9 @@ async def test_openapi_schema(api: Any) -> None:
         "/v1/ask",
         "/v1/notes/{note_id}/history",
         "/v1/notes/{note_id}/links",
+        "/v1/notes/bulk",
         "/health",
+        "/v1/status",
     } <= set(schema["paths"])
     assert set(schema["components"]["securitySchemes"]) == {"APIKeyHeader", "HTTPBearer"}
     assert "embedding" not in schema["components"]["schemas"]["NoteOut"]["properties"]
@@ -311,7 +335,7 @@ async def test_health_answers_while_the_local_model_starts(settings: Any, scope:
         async with app.router.lifespan_context(app), client_for(app, **{"X-User-Id": scope.user_id}) as client:
             assert await asyncio.to_thread(started.wait, 30)
             health = await client.get("/health")
-            assert health.status_code == 200 and health.json()["llm"] == "starting"
+            assert health.status_code == 200 and (await client.get("/v1/status")).json()["llm"] == "starting"
             raw = await client.post("/v1/notes", json={"content": "Ana tunes her violin.", "enrich": False})
             assert raw.status_code == 201  # no LLM needed: served while the model starts
             enriched = asyncio.create_task(client.post("/v1/notes", json={"content": "Ana's violin is old."}))
@@ -321,7 +345,7 @@ async def test_health_answers_while_the_local_model_starts(settings: Any, scope:
             release.set()
             answer = await enriched
             assert answer.status_code == 201 and answer.json()["note"]["enrichment"] == "done"
-            assert (await client.get("/health")).json()["llm"] == "ready"
+            assert (await client.get("/v1/status")).json()["llm"] == "ready"
     finally:
         release.set()
 
@@ -332,10 +356,194 @@ async def test_a_failed_model_start_is_reported_and_only_llm_calls_fail(settings
 
     app = create_app(settings.model_copy(update={"auth_disabled": True}), chat_model_start=broken_start)
     async with app.router.lifespan_context(app), client_for(app, **{"X-User-Id": scope.user_id}) as client:
-        while (await client.get("/health")).json()["llm"] == "starting":
+        while (await client.get("/v1/status")).json()["llm"] == "starting":
             await asyncio.sleep(0.05)
-        health = (await client.get("/health")).json()
+        health = (await client.get("/v1/status")).json()
         assert health["status"] == "ok" and health["llm"].startswith("failed: the local LLM server exited")
         assert (await client.post("/v1/notes", json={"content": "Stored raw.", "enrich": False})).status_code == 201
         enriched = await client.post("/v1/notes", json={"content": "Needs the model."})
         assert enriched.status_code == 503 and enriched.json()["error"]["code"] == "local_service_unavailable"
+
+
+async def test_a_trailing_newline_is_not_a_valid_scope_or_id(api: Any, scope: Scope) -> None:
+    """Issue 16 item 2: `?user_id=zz%0A` and `"note_id": "x\\n"` were accepted (201)."""
+    client, svc = api
+    transport = client._transport
+    async with httpx.AsyncClient(transport=transport, base_url="http://api", headers={"X-API-Key": KEY}) as c:
+        r = await c.post(f"/v1/notes?user_id={scope.user_id}%0A", json={"content": "newline scope", "enrich": False})
+        assert r.status_code == 422 and r.json()["error"]["code"] == "invalid_scope", r.text
+    r = await client.post("/v1/notes", json={"content": "newline id", "note_id": "x\n", "enrich": False})
+    assert r.status_code == 422 and "note id" in r.json()["error"]["message"], r.text
+    assert await svc.count(scope) == 0
+
+
+async def test_another_scopes_id_is_neither_refused_nor_revealed(api: Any, scope: Scope) -> None:
+    """Issue 16 item 1: with ids unique across all scopes, a key bound to one scope got 409 "already in
+    use" for another scope's id and 201 for an unused one: an existence oracle across tenants."""
+    client, svc = api
+    theirs = Scope(user_id=scope.user_id + "-other")
+    await svc.add("Their note: the vault code is 4711.", theirs, note_id="shared-1", enrich=False)
+    try:
+        async with httpx.AsyncClient(
+            transport=client._transport, base_url="http://api", headers={"X-API-Key": BOUND_KEY}
+        ) as b:
+            taken = await b.post("/v1/notes", json={"content": "mine", "note_id": "shared-1", "enrich": False})
+            unused = await b.post("/v1/notes", json={"content": "mine", "note_id": "unused-1", "enrich": False})
+            assert (taken.status_code, unused.status_code) == (201, 201), taken.text
+            assert taken.json()["note"]["scope"]["agent_id"] == "bound" and "4711" not in taken.text
+            again = await b.post("/v1/notes", json={"content": "other text", "note_id": "shared-1"})
+            assert again.status_code == 200 and again.json()["note"]["content"] == "mine"  # idempotent in its scope
+        kept = await svc.get("shared-1", theirs)
+        assert kept.content == "Their note: the vault code is 4711." and kept.version == 1
+    finally:
+        await svc.delete("shared-1", theirs)
+
+
+async def test_concurrent_adds_of_one_id_or_one_content_make_one_note(api: Any, scope: Scope) -> None:
+    """Issue 16 item 5: 20 concurrent adds of one note_id gave some callers 409 for their own id (the
+    get and scope checks raced); 20 concurrent dedupe_content adds of one text made 18-20 notes."""
+    client, svc = api
+
+    async def post(i: int, body: dict[str, Any]) -> httpx.Response:
+        await asyncio.sleep(0.003 * i)  # staggered: some callers land between another's checks and write
+        return await client.post("/v1/notes", json=body)
+
+    by_id = await asyncio.gather(*(post(i, {"content": f"take {i}", "note_id": "same-1"}) for i in range(20)))
+    assert sorted(r.status_code for r in by_id) == [200] * 19 + [201], [r.text for r in by_id if r.status_code >= 300]
+    assert len({r.json()["note"]["content"] for r in by_id}) == 1  # every caller sees the one stored note
+    deduped = await asyncio.gather(*(post(i, {"content": "same text", "dedupe_content": True}) for i in range(20)))
+    assert sorted(r.status_code for r in deduped) == [200] * 19 + [201], [r.text for r in deduped]
+    assert len({r.json()["note"]["id"] for r in deduped}) == 1
+    assert await svc.count(scope) == 2
+
+
+async def test_every_number_a_client_sends_is_bounded(api: Any) -> None:
+    """Issue 16 item 6: `offset=9223372036854775807` was a 500 (Neo4j's long overflowed), `2**63` too
+    (the driver's OverflowError). Every number has a bound (models.LIMITS): out of it is a 422."""
+    client, _ = api
+    from graphmem.models import LIMITS
+
+    added = await client.post("/v1/notes", json={"content": "A bounded note.", "enrich": False})
+    nid = added.json()["note"]["id"]
+    for url in (
+        f"/v1/notes?offset={2**63 - 1}",
+        f"/v1/notes?offset={2**63}",
+        f"/v1/notes?offset={LIMITS.offset_max + 1}",
+        "/v1/notes?offset=-1",
+        f"/v1/notes?limit={LIMITS.page_max + 1}",
+        f"/v1/notes?limit={2**64}",
+        f"/v1/notes/{nid}/links?limit={LIMITS.links_page_max + 1}",
+        f"/v1/notes/{nid}/links?offset={2**63}",
+        f"/v1/notes/{nid}/history?limit={LIMITS.history_page_max + 1}",
+        f"/v1/notes/{nid}/history?offset={2**63 - 1}",
+    ):
+        r = await client.get(url)
+        assert r.status_code == 422, (url, r.status_code, r.text[:300])
+    for path, body in (
+        ("/v1/search", {"query": "x", "k": LIMITS.k_max + 1}),
+        ("/v1/search", {"query": "x", "k": 2**63}),
+        ("/v1/ask", {"question": "x", "k": LIMITS.k_max + 1}),
+        ("/v1/ask", {"question": "x", "token_budget": LIMITS.token_budget_max + 1}),
+        ("/v1/ask", {"question": "x", "token_budget": 2**70}),
+    ):
+        r = await client.post(path, json=body)
+        assert r.status_code == 422, (path, body, r.status_code, r.text[:300])
+    r = await client.get(f"/v1/notes?offset={LIMITS.offset_max}")  # the bound itself is fine
+    assert r.status_code == 200 and r.json()["notes"] == []
+
+
+async def test_links_and_history_come_in_pages(api: Any, scope: Scope) -> None:
+    """Issue 16 item 7: a note's links (1,998 on one note) and history (300 versions, 2.4 MB) came back
+    whole; now in pages of at most LIMITS.links_page_max / history_page_max, with next_offset."""
+    client, svc = api
+    hub = (await svc.add("The hub note.", scope, note_id="hub", enrich=False)).note.id
+    for i in range(5):
+        await svc.add(f"Spoke {i}.", scope, note_id=f"spoke-{i}", enrich=False)
+        await svc.link(hub, f"spoke-{i}", scope, "RELATED_TO")
+        await svc.update(hub, scope, f"The hub note, take {i}.")
+    seen: list[str] = []
+    offset: int | None = 0
+    while offset is not None:
+        page = (await client.get(f"/v1/notes/{hub}/links", params={"limit": 2, "offset": offset})).json()
+        assert len(page["links"]) <= 2 and page["limit"] == 2 and page["offset"] == offset
+        seen += [x["target_id"] for x in page["links"]]
+        offset = page["next_offset"]
+    assert sorted(seen) == [f"spoke-{i}" for i in range(5)]
+    first = (await client.get(f"/v1/notes/{hub}/history", params={"limit": 3})).json()
+    rest = (await client.get(f"/v1/notes/{hub}/history", params={"limit": 3, "offset": 3})).json()
+    assert [v["version"] for v in first["versions"]] == [1, 2, 3] and first["next_offset"] == 3
+    assert [v["version"] for v in rest["versions"]] == [4, 5] and rest["next_offset"] is None
+    assert len((await client.get(f"/v1/notes/{hub}/links")).json()["links"]) == 5  # default page: all of these
+
+
+async def test_health_says_only_up_or_down(api: Any, settings: Any, scope: Scope) -> None:
+    """Issue 16 item 12: the unauthenticated /health showed the internal Bolt address and the driver's
+    error when Neo4j was down. Now it says up or down; the details need a key (/v1/status)."""
+    client, svc = api
+    async with httpx.AsyncClient(transport=client._transport, base_url="http://api") as anon:
+        up = await anon.get("/health")
+        assert up.status_code == 200 and up.json() == {"status": "ok"}
+        assert (await anon.get("/v1/status")).status_code == 401
+    status = (await client.get("/v1/status")).json()
+    assert status["status"] == "ok" and status["neo4j"]["edition"] and status["llm"] and status["version"]
+
+    down = settings.model_copy(
+        update={"neo4j_uri": "bolt://127.0.0.1:1", "auth_disabled": True, "neo4j_connect_timeout": 1.0}
+    )
+    driver = AsyncGraphDatabase.driver(down.neo4j_uri, connection_timeout=1.0, max_transaction_retry_time=0.5)
+    dead = AsyncMemoryService(
+        down, Neo4jNoteStore(driver, "neo4j", down.neo4j_uri), svc.embedder, ScriptedChatModel(amem_responder())
+    )
+    try:
+        async with client_for(create_app(down, dead)) as c:
+            r = await c.get("/health")
+            assert r.status_code == 503 and r.json() == {"status": "unavailable"}, r.text
+            detail = await c.get("/v1/status")  # auth disabled here: the operator's view
+            assert detail.status_code == 200 and detail.json()["status"] == "unavailable"
+            assert "NEO4J_URI" in detail.json()["detail"]
+    finally:
+        await dead.close()
+
+
+async def test_an_llm_error_echoing_the_key_reaches_neither_the_client_nor_the_log(
+    settings: Any, scope: Scope, embedder: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 16 item 10: an LLM endpoint whose 401/500 body echoes the Authorization header made
+    /v1/ask answer 502 with the whole key, and the key was logged at WARNING."""
+    from tests.reliability.support import FaultyOpenAI, Reply
+
+    key = "sk-proj-ECHOED-secret-key-5f2a9c71"
+    calls: list[int] = []
+
+    def script(body: dict[str, Any]) -> Reply:
+        auth = body["_headers"].get("authorization", "")
+        calls.append(1)
+        if len(calls) % 2:
+            return Reply(status=401, body={"error": {"message": f"Bad header Authorization: {auth}"}})
+        return Reply(status=500, body={"error": {"message": f"failed: {{'Authorization': '{auth}'}} key={key}"}})
+
+    caplog.set_level(logging.DEBUG, logger="graphmem")
+    caplog.set_level(logging.WARNING)
+    with FaultyOpenAI(script) as stub:
+        llm = settings.model_copy(
+            update={
+                "llm_provider": "compatible",
+                "llm_base_url": stub.base_url,
+                "llm_api_key": SecretStr(key),
+                "llm_max_retries": 0,
+                "auth_disabled": True,
+            }
+        )
+        svc = await AsyncMemoryService.create(llm, embedder=embedder)
+        try:
+            async with client_for(create_app(llm, svc), **{"X-User-Id": scope.user_id}) as client:
+                added = await client.post("/v1/notes", json={"content": "Stored raw when the LLM fails."})
+                asked = [await client.post("/v1/ask", json={"question": "anything?"}) for _ in range(2)]
+        finally:
+            await svc.close()
+    assert stub.requests and all(r["_headers"]["authorization"] == f"Bearer {key}" for r in stub.requests)
+    assert added.status_code == 201 and added.json()["note"]["enrichment"] == "pending"
+    assert [r.status_code for r in asked] == [502, 502] and all("llm_failed" in r.text for r in asked)
+    seen = added.text + "".join(r.text for r in asked) + caplog.text + "".join(str(r.args) for r in caplog.records)
+    for part in (key, key[-12:]):
+        assert part not in seen, part

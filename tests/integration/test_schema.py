@@ -34,7 +34,10 @@ async def test_bootstrap_creates_everything_and_is_idempotent(settings: Settings
     assert all(by_name[n]["state"] == "ONLINE" for n in EXPECTED_INDEXES)
     assert by_name["note_embedding"]["type"] == "VECTOR" and by_name["note_text"]["type"] == "FULLTEXT"
     constraints = graph.q("SHOW CONSTRAINTS YIELD name, type, properties RETURN name, type, properties")
-    assert any(c["name"] == "note_id_unique" and c["properties"] == ["id"] for c in constraints)
+    by_constraint = {c["name"]: c for c in constraints}
+    assert by_constraint["note_scope_id_unique"]["properties"] == ["id", "user_id", "agent_id", "run_id"]
+    assert by_constraint["note_scope_id_unique"]["type"] == "UNIQUENESS"
+    assert "note_id_unique" not in by_constraint  # ids are unique per scope, not across scopes (issue 16)
     dims = graph.q(
         "SHOW VECTOR INDEXES YIELD name, options WHERE name = 'note_embedding' "
         "RETURN options.indexConfig['vector.dimensions'] AS d, options.indexConfig['vector.similarity_function'] AS f"
@@ -106,12 +109,19 @@ async def test_vector_index_orders_hand_made_vectors(settings: Settings, scope: 
 
 
 async def test_every_query_file_compiles(settings: Settings, graph: Any) -> None:
+    """Every name as the store resolves it for the session server's line (the 2026 files on 2026)."""
     names = queries.all_names()
     assert "notes/create" in names and "search/vector" in names
+    store = Neo4jNoteStore.from_settings(settings)
+    try:
+        line = (await store.verify())["line"]
+    finally:
+        await store.close()
+    table = queries.for_line(line)
     for name in names:
-        if name.endswith("schema"):  # multi-statement DDL files, run by their bootstraps
+        if name.endswith("schema") or name.endswith("_create"):  # DDL, run by the bootstrap (EXPLAIN refuses it)
             continue
-        q = queries.load(name)
+        q = table[name]
         graph.q("EXPLAIN " + q.text, **{p: None for p in q.params})
 
 
@@ -123,3 +133,47 @@ def test_bind_rejects_missing_and_extra_parameters() -> None:
         q.bind(id="x", user_id="u", agent_id="a")
     with pytest.raises(TypeError, match="unexpected"):
         q.bind(id="x", user_id="u", agent_id="a", run_id="r", extra=1)
+
+
+async def test_migration_from_global_ids_keeps_the_notes_and_allows_an_id_per_scope(
+    settings: Settings, graph: Any, scope: Scope
+) -> None:
+    """A database made before issue 16 has `note_id_unique` (ids unique across every scope). Bootstrap
+    replaces it with `note_scope_id_unique` (unique per scope) and keeps every note."""
+    other = Scope(user_id=scope.user_id, agent_id="other")
+    store = Neo4jNoteStore.from_settings(settings)
+    try:
+        graph.q("DROP CONSTRAINT note_scope_id_unique IF EXISTS")
+        graph.q("CREATE CONSTRAINT note_id_unique IF NOT EXISTS FOR (n:Note) REQUIRE n.id IS UNIQUE")
+        graph.q(
+            "CREATE (:Note {id: $id, user_id: $u, agent_id: 'default', run_id: 'default', content: 'old'})",
+            id=f"{scope.user_id}-old",
+            u=scope.user_id,
+        )
+        with pytest.raises(Exception, match="already exists"):  # the old rule: one id in the whole database
+            graph.q(
+                "CREATE (:Note {id: $id, user_id: $u, agent_id: 'other', run_id: 'default', content: 'x'})",
+                id=f"{scope.user_id}-old",
+                u=scope.user_id,
+            )
+        await bootstrap_schema(store, 384)
+        names = {r["name"] for r in graph.q("SHOW CONSTRAINTS YIELD name RETURN name")}
+        assert "note_id_unique" not in names and "note_scope_id_unique" in names
+        assert graph.q("MATCH (n:Note {id: $id}) RETURN n.content AS c", id=f"{scope.user_id}-old") == [{"c": "old"}]
+        graph.q(
+            "CREATE (:Note {id: $id, user_id: $u, agent_id: 'other', run_id: 'default', content: 'x'})",
+            id=f"{scope.user_id}-old",
+            u=scope.user_id,
+        )  # the same id in another scope: allowed now
+        with pytest.raises(Exception, match="already exists"):  # in the same scope: still refused
+            graph.q(
+                "CREATE (:Note {id: $id, user_id: $u, agent_id: 'other', run_id: 'default', content: 'y'})",
+                id=f"{scope.user_id}-old",
+                u=scope.user_id,
+            )
+        await bootstrap_schema(store, 384)  # idempotent after the migration
+    finally:
+        graph.q("MATCH (n:Note) WHERE n.user_id = $u DETACH DELETE n", u=other.user_id)
+        graph.q("DROP CONSTRAINT note_id_unique IF EXISTS")
+        await bootstrap_schema(store, 384)
+        await store.close()

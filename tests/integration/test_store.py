@@ -3,19 +3,22 @@ And every query that returns notes projects the same keys (one note projection).
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import AsyncIterator
 from typing import Any
 
+import numpy as np
 import pytest
 import pytest_asyncio
 from langchain_core.embeddings import Embeddings
 
+from graphmem import queries
 from graphmem.config import Settings
 from graphmem.models import AddWrite, EnrichmentStatus, Link, LinkType, NeighbourUpdate, Note, NoteInput, Scope
 from graphmem.queries import cypher_dir
 from graphmem.store.neo4j_store import Neo4jNoteStore
-from graphmem.store.records import NOTE_KEYS
+from graphmem.store.records import NOTE_KEYS, filter_params
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -88,7 +91,12 @@ async def test_an_add_writes_no_link_or_evolution_into_another_scope(
     )
     assert outcome.created and [x.target_id for x in outcome.links] == [ids["a1"]] and outcome.versions == {}
     b1 = await store.get(ids["b1"], other)
-    assert b1 is not None and b1.context == "" and b1.version == 1 and await store.history(ids["b1"], other) == []
+    assert (
+        b1 is not None
+        and b1.context == ""
+        and b1.version == 1
+        and await store.history(ids["b1"], other, limit=10) == []
+    )
     assert relationships(graph, note.id, ids["b1"]) == 0
 
 
@@ -103,8 +111,8 @@ async def test_reads_and_changes_need_the_notes_own_scope(two_scopes: Any, scope
     b1 = ids["b1"]
     assert (
         await store.get(b1, scope) is None
-        and await store.links(b1, scope) == []
-        and await store.history(b1, scope) == []
+        and await store.links(b1, scope, limit=10) == []
+        and await store.history(b1, scope, limit=10) == []
     )
     vec = await embedder.aembed_query("x")
     assert (
@@ -148,11 +156,53 @@ async def test_import_does_not_link_into_another_scope(
     assert relationships(graph, record["id"], ids["b1"]) == 0
 
 
+async def test_one_id_in_two_scopes_is_two_notes_and_every_write_stays_in_its_scope(
+    two_scopes: Any, scope: Scope, graph: Any, embedder: Embeddings
+) -> None:
+    """Ids are unique per scope (issue 16): the same id in another scope is another note, and a link,
+    an evolution, a revision, a touch or a delete through one scope never reaches the other's note."""
+    store, ids, other = two_scopes
+    vec = await embedder.aembed_query("Ana's bow.")
+    twin = f"{scope.user_id}-twin"
+    mine = await store.add(AddWrite(note=Note(id=twin, content="Ana's bow is new.", scope=scope), embedding=vec))
+    theirs = await store.add(AddWrite(note=Note(id=twin, content="Bo's bow is old.", scope=other), embedding=vec))
+    assert mine.created and theirs.created
+    again = await store.add(AddWrite(note=Note(id=twin, content="ignored", scope=other), embedding=vec))
+    assert not again.created  # idempotent inside its scope
+    out = await store.create_links(
+        ids["a1"], scope, [Link(source_id=ids["a1"], target_id=twin, type=LinkType.SUPPORTS)], caused_by=ids["a1"]
+    )
+    assert [x.target_id for x in out] == [twin]
+    await store.add(
+        AddWrite(
+            note=Note(id=f"{scope.user_id}-a4", content="Ana tunes her bow.", scope=scope),
+            embedding=vec,
+            updates=[NeighbourUpdate(note_id=twin, context="evolved", tags=["t"], keywords=["k"], embedding=vec)],
+        )
+    )
+    await store.touch({twin: 3}, scope)
+    a_twin, b_twin = await store.get(twin, scope), await store.get(twin, other)
+    assert a_twin is not None and b_twin is not None
+    assert (a_twin.content, a_twin.context, a_twin.version, a_twin.retrieval_count) == (
+        "Ana's bow is new.",
+        "evolved",
+        2,
+        3,
+    )
+    assert (b_twin.content, b_twin.context, b_twin.version, b_twin.retrieval_count) == ("Bo's bow is old.", "", 1, 0)
+    assert await store.links(twin, other, limit=10) == [] and await store.history(twin, other, limit=10) == []
+    rows = graph.q("MATCH (a:Note {id: $a})-[r]->(t:Note {id: $t}) RETURN t.agent_id AS agent", a=ids["a1"], t=twin)
+    assert rows == [{"agent": scope.agent_id}]
+    assert await store.delete(twin, scope) and await store.get(twin, other) is not None
+    assert await store.add_many([Note(id=twin, content="Ana's bow, again.", scope=scope)], [vec], "full") == [twin]
+
+
 # --- one note projection -------------------------------------------------------------------------
 
 
 def note_returning_queries() -> set[str]:
-    """Query files that return note maps (their projection names metadata_json after a RETURN)."""
+    """Query files that return note maps (their projection names metadata_json after a RETURN); a
+    line's file (``name.2026.cypher``) counts as its name, run through the store on that line."""
     names = set()
     for path in cypher_dir().rglob("*.cypher"):
         if "browse" in path.parts:
@@ -160,7 +210,7 @@ def note_returning_queries() -> set[str]:
         body = re.sub(r"//[^\n]*", "", path.read_text(encoding="utf-8"))
         first_return = body.find("RETURN")
         if first_return >= 0 and "metadata_json" in body[first_return:]:
-            names.add(str(path.relative_to(cypher_dir()).with_suffix("")))
+            names.add(str(path.relative_to(cypher_dir()).parent / path.name.split(".")[0]))
     return names
 
 
@@ -190,6 +240,7 @@ async def test_every_note_query_projects_the_same_keys(
     store = Neo4jNoteStore.from_settings(settings)
     projections: dict[str, list[dict[str, Any]]] = {}
     try:
+        await store.verify()  # the server line's files (search/vector.2026.cypher on 2026)
         run = store.run
         projections["notes/get"] = [r["note"] for r in await run("notes/get", id=f"{p}-v1", **scope.params())]
         projections["notes/get_with_embedding"] = [
@@ -197,19 +248,14 @@ async def test_every_note_query_projects_the_same_keys(
         ]
         projections["notes/list"] = [r["note"] for r in await run("notes/list", **scope.params(), skip=0, limit=10)]
         projections["notes/export"] = [r["note"] for r in await run("notes/export", **scope.params(), skip=0, limit=10)]
-        projections["search/vector"] = [
-            h["note"] for h in (await run("search/vector", fetch_k=50, **search))[0]["hits"]
-        ]
+        projections["search/vector"] = [h["note"] for h in await run("search/vector", fetch_k=50, **search)]
         projections["search/vector_exact"] = [r["note"] for r in await run("search/vector_exact", **search)]
         rows = await run("search/vector_links", fetch_k=50, per_hit=3, **{**search, "k": 1})  # one hit, one hop
-        projections["search/vector_links"] = [h["note"] for h in rows[0]["hits"]] + [
-            x["note"] for x in rows[0]["linked"]
-        ]
+        projections["search/vector_links"] = [h["note"] for h in rows] + [x["note"] for h in rows for x in h["linked"]]
         assert rows[0]["linked"], "the FOLLOWS link gives one hop to project"
         text = {k: v for k, v in search.items() if k not in ("embedding", "exclude_ids")}
         projections["search/fulltext"] = [
-            h["note"]
-            for h in (await run("search/fulltext", lucene="violin", fetch_k=50, embedding=None, **text))[0]["hits"]
+            h["note"] for h in await run("search/fulltext", lucene="violin", fetch_k=50, embedding=None, **text)
         ]
         projections["search/expand_links"] = [
             r["note"]
@@ -223,3 +269,92 @@ async def test_every_note_query_projects_the_same_keys(
         want = NOTE_KEYS | ({"embedding"} if name in ("notes/get_with_embedding", "notes/export") else set())
         for note in notes:
             assert set(note) == want, (name, sorted(set(note) ^ want))
+
+
+async def test_a_small_scope_crowded_out_of_the_index_gets_its_exact_top_k(
+    settings: Settings, scope: Scope, graph: Any
+) -> None:
+    """A scope of 15 notes pointing away from the query while 600 notes of another scope surround it:
+    no note of the small scope is among the index's global top 40. On 5.26 the store counts the
+    scope after that short over-fetch and scans it exactly (one ANN query, no growing over-fetch);
+    on 2026 the scope is filtered inside the index. Either way: its exact top-10, in order."""
+    rng = np.random.default_rng(5)
+    dims = int(graph.q(VECTOR_DIMS)[0]["d"])
+    query = _unit(rng, 1, dims)[0]
+    crowd = Scope(user_id=scope.user_id + "-crowd")
+    near = query + 0.3 * _unit(rng, 600, dims)
+    far = -query + 0.8 * _unit(rng, 15, dims)
+    near /= np.linalg.norm(near, axis=1, keepdims=True)
+    far /= np.linalg.norm(far, axis=1, keepdims=True)
+    store = Neo4jNoteStore.from_settings(settings)
+    calls: list[tuple[str, int | None]] = []
+    run_auto = store.run_auto
+
+    async def counting(name: str, /, **params: Any) -> Any:
+        calls.append((name, params.get("fetch_k")))
+        return await run_auto(name, **params)
+
+    try:
+        server = await store.verify()
+        for sc, vecs in ((crowd, near), (scope, far)):
+            graph.q(
+                "UNWIND range(0, size($v) - 1) AS i CREATE (:Note {id: $u + '-' + i, user_id: $u, agent_id: $a, "
+                "run_id: $r, content: 'note ' + i, created_at: datetime(), updated_at: datetime(), version: 1, "
+                "embedding: $v[i]})",
+                u=sc.user_id,
+                a=sc.agent_id,
+                r=sc.run_id,
+                v=vecs.tolist(),
+            )
+        graph.q("CALL db.awaitIndexes(60)")
+        want = [f"{scope.user_id}-{i}" for i in (far @ query).argsort()[::-1][:10]]
+        for _ in range(100):  # index updates are asynchronous: wait until the crowd is searchable
+            rows = await store.run_auto(
+                "search/vector",
+                fetch_k=40,
+                k=10,
+                embedding=query.tolist(),
+                **crowd.params(),
+                exclude_ids=[],
+                **filter_params(None),
+            )
+            if sum(r["note"] is not None for r in rows) == 10:
+                break
+            await asyncio.sleep(0.1)
+        base = queries.load("search/vector")  # the plain post-filtered ANN query: none of the small scope
+        rows = graph.q(
+            base.text,
+            fetch_k=40,
+            k=10,
+            embedding=query.tolist(),
+            **scope.params(),
+            exclude_ids=[],
+            **filter_params(None),
+        )
+        assert server["line"] == "2026" or [r["note"] for r in rows] == [None]
+
+        store.run_auto = counting  # type: ignore[method-assign]
+        hits = await store.vector_search(query.tolist(), scope, 10)
+        assert [n.id for n, _ in hits] == want
+        assert all(n.scope == scope for n, _ in hits)
+        if server["line"] == "5.26":
+            assert calls == [("search/vector", 40), ("notes/count", None), ("search/vector_exact", None)]
+        else:
+            assert calls == [("search/vector", 30)]
+        calls.clear()
+        linked, _ = await store.vector_search_linked(query.tolist(), scope, 10, per_hit=2)
+        assert [n.id for n, _ in linked] == want
+    finally:
+        await store.run_write("admin/delete_scope", **crowd.params())
+        await store.close()
+
+
+VECTOR_DIMS = (
+    "SHOW VECTOR INDEXES YIELD name, options WHERE name = 'note_embedding' "
+    "RETURN options.indexConfig['vector.dimensions'] AS d"
+)
+
+
+def _unit(rng: np.random.Generator, n: int, dims: int) -> Any:
+    m = rng.standard_normal((n, dims))
+    return m / np.linalg.norm(m, axis=1, keepdims=True)

@@ -30,7 +30,7 @@ from graphmem.models import (
 )
 from graphmem.service.text import embed_text
 from graphmem.store.neo4j_store import Neo4jNoteStore
-from tests.fakes import Responder, amem_responder, shown_ids, step_of, tool_reply
+from tests.fakes import EVOLVED_SUFFIX, Responder, amem_responder, shown_ids, step_of, tool_reply
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -165,8 +165,8 @@ async def test_history_diff_steps_causes_and_pages(make_service: Any, scope: Sco
     assert steps[0].cause_note_id == b.note.id and steps[2].restored_version == 2
     evolved = {f.field: f for f in steps[0].fields}
     assert set(evolved) == {"context", "tags"}  # content never evolves
-    assert evolved["tags"].added == ["evolved"] and evolved["tags"].removed == ["conversation"]
-    assert evolved["context"].after == "Updated context after a related note."
+    assert evolved["tags"].added == ["evolved"] and evolved["tags"].removed == []  # the guards: tags only grow
+    assert evolved["context"].after == a.note.content + EVOLVED_SUFFIX
     updated = {f.field: f for f in steps[1].fields}
     assert [(o.op, o.text) for o in updated["content"].ops] == [
         ("equal", "Melanie runs a "),

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import argparse
 
-import uvicorn
-
 from graphmem.config import load_settings
+from graphmem.interfaces.rest.server import serve
 from tests.reliability.support import scripted_app
 
 
@@ -20,8 +19,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
     args = parser.parse_args()
-    app = scripted_app(load_settings())  # embedder None: MiniLM from settings, as in production
-    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", access_log=False)
+    settings = load_settings()
+    app = scripted_app(settings)  # embedder None: MiniLM from settings, as in production
+    serve(app, settings, host="127.0.0.1", port=args.port, log_level="warning", access_log=False)  # as `graphmem serve`
 
 
 if __name__ == "__main__":

@@ -329,6 +329,69 @@ def scripted_app(settings: Any, *, responder: Any = None, embedder: Embeddings |
     return app
 
 
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def server_env(settings: Any, api_keys: str, root: Path) -> dict[str, str]:
+    """The environment of a REST server subprocess (``load_server``): the session's Neo4j, these keys."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEO4J_", "GRAPHMEM_"))}
+    env |= {
+        "NEO4J_URI": settings.neo4j_uri,
+        "NEO4J_DATABASE": settings.neo4j_database,
+        "GRAPHMEM_HOME": str(settings.home),
+        "GRAPHMEM_API_KEYS": api_keys,
+        "PYTHONPATH": str(root),
+    }
+    if settings.neo4j_password is not None:
+        env |= {"NEO4J_USERNAME": settings.neo4j_username, "NEO4J_PASSWORD": settings.neo4j_password.get_secret_value()}
+    return env
+
+
+class ArgvWatch:
+    """Scans the command lines of this user's processes (/proc/*/cmdline) every few ms while active
+    and records every process whose argv holds one of the secrets: ``ps`` shows argv to any local user
+    (issue 16: the Neo4j password was an argument of the admin tool). ``scans`` counts the passes."""
+
+    def __init__(self, *secrets: str, every: float = 0.01) -> None:
+        self.secrets = [s for s in secrets if s]
+        self.every = every
+        self.found: list[str] = []
+        self.scans = 0
+        self.processes: set[int] = set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        uid = os.getuid()
+        while not self._stop.is_set():
+            for entry in Path("/proc").iterdir():
+                if not entry.name.isdigit():
+                    continue
+                try:
+                    if entry.stat().st_uid != uid:
+                        continue
+                    argv = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                except OSError:  # gone meanwhile
+                    continue
+                self.processes.add(int(entry.name))
+                for secret in self.secrets:
+                    if secret in argv:
+                        self.found.append(f"pid {entry.name}: {argv[:200]}")
+            self.scans += 1
+            time.sleep(self.every)
+
+    def __enter__(self) -> ArgvWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+
 def rss_bytes(pid: int) -> int:
     """Resident set size of a process (Linux /proc)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():

@@ -31,7 +31,7 @@ from graphmem.local.process import tail
 from graphmem.models import Scope
 from graphmem.service.memory import AsyncMemoryService, NoteInput
 from tests.fakes import ScriptedChatModel, amem_responder
-from tests.reliability.support import OUT, ClusterEmbedder, TcpProxy, record
+from tests.reliability.support import OUT, ArgvWatch, ClusterEmbedder, TcpProxy, record
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -254,7 +254,9 @@ def crash_server(settings: Settings) -> Iterator[LocalNeo4j]:
     server = LocalNeo4j(crash_settings, instance="reliability-crash")
     server.stop()  # a leftover of an interrupted run
     shutil.rmtree(server.dir, ignore_errors=True)
-    server.start(timeout=300)
+    with ArgvWatch(CRASH_PASSWORD) as argv:  # the admin tool setting the password, then the JVM
+        server.start(timeout=300)
+    assert argv.found == [], argv.found  # the password is on no command line (issue 16)
     try:
         yield server
     finally:
@@ -332,7 +334,7 @@ async def test_sigkill_mid_ingest_then_stop_mid_search(crash_server: LocalNeo4j)
 
         state = schema_state(crash_server)
         assert state["notes"] == total and state["ids"] == total  # zero lost, zero duplicates
-        assert {"note_id_unique", "note_version_uid_unique"} <= state["constraints"]
+        assert {"note_scope_id_unique", "note_version_uid_unique"} <= state["constraints"]
         assert {"note_embedding", "note_text", "note_scope"} <= set(state["indexes"])
         assert set(state["indexes"].values()) == {"ONLINE"}, state["indexes"]
 

@@ -12,8 +12,12 @@ retrieval counts).
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,7 +35,7 @@ from graphmem.interfaces.rest import create_app
 from graphmem.models import Scope
 from graphmem.service.sync import MemoryService
 from tests.fakes import ScriptedChatModel, shown_ids, step_of, text_reply, tool_reply
-from tests.reliability.support import FULL, ClusterEmbedder, FaultyOpenAI, Reply, record, scripted_app
+from tests.reliability.support import FULL, ArgvWatch, ClusterEmbedder, FaultyOpenAI, Reply, record, scripted_app
 
 TEXTS = [
     "Alice moved to Lisbon in March topic-0.",
@@ -368,14 +372,17 @@ def test_rest_bound_key_cannot_reach_another_scope(settings: Settings, neo4j_dri
 def test_secrets_never_reach_logs_or_errors(
     settings: Settings, caplog: pytest.LogCaptureFixture, tmp_path: Any
 ) -> None:
-    """Provoke failures that carry secrets nearby; no log record, error or response contains one."""
+    """Provoke failures that carry secrets nearby; no log record, error, response or process argument
+    (``ps``) contains one."""
     neo4j_pw, llm_key, api_key = (
         "neo4j-secret-PW-51f3",
         "sk-proj-SECRET-llm-key-93ab27",
         "api-SECRET-key-0123456789-xyz",
     )
+    echoed_key, uri_pw = "plainkey-ECHOED-by-the-llm-4f1d2c", "uri-SECRET-pw-77aa"
     caplog.set_level(logging.DEBUG)  # everything, third-party loggers included (driver, httpx, openai)
     seen: list[str] = []
+    argv = ArgvWatch(neo4j_pw, llm_key, api_key, echoed_key, uri_pw).__enter__()
 
     # 1. Neo4j unreachable, with a password set
     from socket import socket
@@ -452,21 +459,71 @@ def test_secrets_never_reach_logs_or_errors(
         create_app(settings.model_copy(update={"api_keys": SecretStr(f"{api_key}=bad scope!"), "auth_disabled": False}))
     seen += [str(cerr2.value)]
 
+    # 4. an LLM endpoint that echoes the whole Authorization header (401) and the key (500), over REST
+    def echo(body: dict[str, Any]) -> Reply:
+        auth = body["_headers"].get("authorization", "")
+        echo.calls.append(1)  # type: ignore[attr-defined]
+        if len(echo.calls) % 2:  # type: ignore[attr-defined]
+            return Reply(status=401, body={"error": {"message": f"bad credentials in Authorization: {auth}"}})
+        return Reply(status=500, body={"error": {"message": f"upstream said api_key={echoed_key} {auth}"}})
+
+    echo.calls = []  # type: ignore[attr-defined]
+    with FaultyOpenAI(echo) as stub:
+        rest_llm = Settings(  # validated, as `graphmem serve` reads them: the key is registered for redaction
+            neo4j_uri=settings.neo4j_uri,
+            neo4j_database=settings.neo4j_database,
+            neo4j_password=settings.neo4j_password,
+            llm_provider="compatible",
+            llm_base_url=stub.base_url,
+            llm_api_key=SecretStr(echoed_key),
+            llm_max_retries=0,
+            auth_disabled=True,
+        )
+        with TestClient(create_app(rest_llm)) as client:
+            h = {"X-User-Id": user.user_id}
+            seen.append(client.post("/v1/notes", json={"content": "Enriched or stored raw."}, headers=h).text)
+            for _ in range(2):
+                r = client.post("/v1/ask", json={"question": "anything?"}, headers=h)
+                assert r.status_code == 502
+                seen.append(r.text)
+    assert stub.requests and all(r["_headers"]["authorization"] == f"Bearer {echoed_key}" for r in stub.requests)
+
+    # 5. a password in NEO4J_URI (`graphmem serve` refuses it without printing it)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEO4J_", "GRAPHMEM_"))}
+    env |= {"NEO4J_URI": f"bolt://neo4j:{uri_pw}@127.0.0.1:{port}", "GRAPHMEM_AUTH_DISABLED": "true"}
+    out = subprocess.run(
+        [str(Path(sys.executable).parent / "graphmem"), "serve", "--port", str(port)],
+        env=env | {"GRAPHMEM_HOME": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 2, out.stderr[-1000:]
+    seen.append(out.stdout + out.stderr)
+
+    argv.__exit__(None, None, None)
+    assert argv.found == [], argv.found
     logged = caplog.text + "\n".join(str(r.args) for r in caplog.records)
     everything = logged + "\n".join(seen)
-    for secret in (neo4j_pw, llm_key, api_key, api_key[:-1], api_key + "x"):
+    for secret in (neo4j_pw, llm_key, api_key, api_key[:-1], api_key + "x", echoed_key, uri_pw):
         assert secret not in everything, f"secret {secret[:6]}... found"
     record(
         "secrets",
         {
             "log_records": len(caplog.records),
+            "responses_and_errors": len(seen),
+            "argv_scans": argv.scans,
+            "processes_scanned": len(argv.processes),
             "table": {
-                "scenario": "secrets in logs",
+                "scenario": "secrets in logs, responses and argv",
                 "injected": "unreachable Neo4j with NEO4J_PASSWORD; LLM 401 (key echoed masked) and 500 with an API key; "
-                "REST wrong/right/malformed keys; DEBUG logging of every logger",
-                "operations": f"{len(caplog.records)} log records, {len(seen)} errors/responses checked",
+                "an LLM echoing the whole Authorization header and key through REST add/ask; a password in "
+                "NEO4J_URI at `graphmem serve`; REST wrong/right/malformed keys; DEBUG logging of every logger",
+                "operations": f"{len(caplog.records)} log records, {len(seen)} errors/responses, "
+                f"{argv.scans} scans of {len(argv.processes)} processes' argv",
                 "lost": "0 secrets found",
-                "notes": "NEO4J_PASSWORD, OPENAI key, GRAPHMEM_API_KEYS absent from logs, errors, reprs, responses",
+                "notes": "NEO4J_PASSWORD, LLM keys, GRAPHMEM_API_KEYS and a URI password absent from logs, errors, "
+                "reprs, responses and command lines",
             },
         },
     )

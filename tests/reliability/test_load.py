@@ -7,9 +7,7 @@ CI form: 15 s, 3 clients. Full form (GRAPHMEM_FULL=1): 3 minutes, 6 clients.
 
 from __future__ import annotations
 
-import os
 import random
-import socket
 import subprocess
 import sys
 import threading
@@ -23,7 +21,7 @@ import httpx
 import pytest
 
 from graphmem.config import Settings
-from tests.reliability.support import percentile, record, rss_bytes
+from tests.reliability.support import free_port, percentile, record, rss_bytes, server_env
 
 KEY = "load-key-0123456789abcdef-xyz"
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,34 +58,14 @@ WORDS = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _env(settings: Settings) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEO4J_", "GRAPHMEM_"))}
-    env |= {
-        "NEO4J_URI": settings.neo4j_uri,
-        "NEO4J_DATABASE": settings.neo4j_database,
-        "GRAPHMEM_HOME": str(settings.home),
-        "GRAPHMEM_API_KEYS": KEY,
-        "PYTHONPATH": str(ROOT),
-    }
-    if settings.neo4j_password is not None:
-        env |= {"NEO4J_USERNAME": settings.neo4j_username, "NEO4J_PASSWORD": settings.neo4j_password.get_secret_value()}
-    return env
-
-
 @pytest.mark.parametrize("size", SIZES)
 def test_sustained_mixed_load(size: dict[str, Any], settings: Settings, neo4j_driver: Any, tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     log = (tmp_path / "server.log").open("wb")
     server = subprocess.Popen(
         [sys.executable, "-m", "tests.reliability.load_server", "--port", str(port)],
         cwd=ROOT,
-        env=_env(settings),
+        env=server_env(settings, KEY, ROOT),
         stdout=log,
         stderr=subprocess.STDOUT,
     )

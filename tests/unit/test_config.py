@@ -34,6 +34,21 @@ def test_defaults() -> None:
     assert s.resolved_llm_provider == "local"
 
 
+def test_decision_defaults_follow_the_provider(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The local model: pairwise links, no evolution (what measured best); other endpoints: A-MEM's
+    joint decision with evolution; an explicit setting wins either way."""
+    local = load_settings()
+    assert (local.resolved_link_decision, local.evolution_enabled, local.link_threshold) == ("pairwise", False, 0.25)
+    monkeypatch.setenv("GRAPHMEM_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+    hosted = load_settings()
+    assert (hosted.resolved_link_decision, hosted.evolution_enabled) == ("joint", True)
+    monkeypatch.delenv("GRAPHMEM_LLM_BASE_URL")
+    monkeypatch.setenv("GRAPHMEM_ENABLE_EVOLUTION", "true")
+    monkeypatch.setenv("GRAPHMEM_LINK_DECISION", "joint")
+    forced = load_settings()
+    assert (forced.resolved_link_decision, forced.evolution_enabled) == ("joint", True)
+
+
 @pytest.mark.parametrize(
     ("env", "line", "version"),
     [
@@ -118,3 +133,24 @@ def test_overrides_are_validated() -> None:
     with pytest.raises(ConfigError, match="GRAPHMEM_NEIGHBOUR_K"):
         load_settings(neighbour_k=-1)
     assert isinstance(load_settings(neighbour_k=0), Settings)
+
+
+def test_credentials_in_neo4j_uri_are_refused_without_echoing_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 16 item 11: the driver's error quoted the URI, password included."""
+    for uri in ("bolt://neo4j:pw-in-uri-77@127.0.0.1:7687", "neo4j+s://u:pw-in-uri-77@db.example:7687?x=1"):
+        monkeypatch.setenv("NEO4J_URI", uri)
+        with pytest.raises(ConfigError) as err:
+            load_settings()
+        assert "pw-in-uri-77" not in str(err.value) and "NEO4J_PASSWORD" in str(err.value)
+        assert err.value.__cause__ is None and err.value.__suppress_context__
+
+
+def test_settings_register_their_secrets_for_redaction(monkeypatch: pytest.MonkeyPatch) -> None:
+    from graphmem.redaction import redact
+
+    monkeypatch.setenv("NEO4J_PASSWORD", "neo4j-pw-registered-1")
+    monkeypatch.setenv("OPENAI_API_KEY", "plain-llm-key-registered-2")
+    monkeypatch.setenv("GRAPHMEM_API_KEYS", "rest-key-registered-000003=alice,rest-key-registered-000004")
+    load_settings()
+    text = "neo4j-pw-registered-1 plain-llm-key-registered-2 rest-key-registered-000003 rest-key-registered-000004"
+    assert redact(text) == "*** *** *** ***"

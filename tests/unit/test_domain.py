@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 
 import pytest
@@ -9,7 +10,7 @@ from pydantic import ValidationError
 
 from graphmem import queries
 from graphmem.errors import InvalidInputError
-from graphmem.models import LinkType, Note, Scope, SearchFilters, SearchMode
+from graphmem.models import ID_PATTERN, LinkType, Note, Scope, SearchFilters, SearchMode, check_id
 from graphmem.store.neo4j_store import lucene_query
 from graphmem.store.records import NOTE_KEYS
 
@@ -75,12 +76,81 @@ def test_parameters_are_read_outside_comments_and_strings() -> None:
 def test_multi_statement_files_split_with_their_own_parameters() -> None:
     parts = queries.split(queries.load("schema"))
     assert len(parts) >= 3
-    with_dims = [p for p in parts if p.params]
-    assert [p.params for p in with_dims] == [frozenset({"dimensions"}), frozenset({"analyzer"})]
+    # the vector index (with $dimensions) has a file per line; the full-text index takes its analyzer
+    assert [p.params for p in parts if p.params] == [frozenset({"analyzer"})]
     assert all(p.text.strip() and not p.text.rstrip().endswith(";") for p in parts)
+
+
+@pytest.mark.parametrize(
+    ("version", "line"),
+    [
+        ("5.26.30", "5.26"),
+        ("5.26.0", "5.26"),
+        ("2025.10.1", "5.26"),
+        ("2026.02.0", "5.26"),
+        ("2026.08.1", "2026"),
+        ("2027.01.0", "2026"),
+        (" 2026.06.0-aura ", "2026"),
+    ],
+)
+def test_a_server_version_maps_to_its_query_line(version: str, line: str) -> None:
+    assert queries.cypher_line(version) == line
+
+
+def test_cypher_line_refuses_what_is_not_a_version() -> None:
+    with pytest.raises(ValueError, match="not a Neo4j version"):
+        queries.cypher_line("latest")
+
+
+def test_each_line_resolves_every_name_once_to_its_file() -> None:
+    """``name.2026.cypher`` replaces ``name.cypher`` on the 2026 line only; the table keeps the plain
+    names, a line file is never a name of its own, and every line file has a base file beside it."""
+    names = queries.all_names()
+    assert not [n for n in names if "." in n]
+    base, l26 = queries.for_line("5.26"), queries.for_line("2026")
+    assert set(base) == set(l26) == set(names)
+    assert all(base[n].text == queries.load(n).text for n in names)
+    replaced = {n for n in names if l26[n].text != base[n].text}
+    assert {"search/vector", "search/vector_links", "schema/vector_index_create"} <= replaced
+    assert replaced == {n for n in names if queries.variants(n) == ["2026"]}
+    for name in replaced:  # Cypher 25 files: 5.26 rejects the prefix, so they never run there
+        assert "CYPHER 25" in l26[name].text
+        assert l26[name].name == name
+    orphans = [
+        p for p in queries.cypher_dir().rglob("*.2026.cypher") if not p.with_name(p.name.replace(".2026", "")).is_file()
+    ]
+    assert orphans == []
+    with pytest.raises(FileNotFoundError, match="for_line"):
+        queries.load("search/vector.2026")
+
+
+def test_the_2026_searches_keep_the_scope_inside_the_index_and_on_the_rows() -> None:
+    """The house rule (every query states its scope where it reads) holds for the line files too."""
+    scope_in_index = "WHERE node.user_id = $user_id AND node.agent_id = $agent_id AND node.run_id = $run_id"
+    for name in ("search/vector", "search/vector_links"):
+        q = queries.load_for_line(name, "2026")
+        assert scope_in_index in q.text
+        assert "r.node.user_id = $user_id AND r.node.agent_id = $agent_id AND r.node.run_id = $run_id" in q.text
+        assert q.params == queries.load(name).params  # the store binds one set of parameters per name
 
 
 def test_note_keys_are_the_note_model_as_stored() -> None:
     """The projection every note query returns (tests/integration/test_store.py) is the Note model."""
     stored = set(Note.model_fields) - {"scope", "embedding", "metadata"} | {"user_id", "agent_id", "run_id"}
     assert stored | {"metadata_json"} == NOTE_KEYS
+
+
+def test_ids_and_scope_parts_refuse_a_trailing_newline() -> None:
+    """Issue 16 item 2: ``$`` under ``re.match`` matched before a final newline, so "zz\\n" passed as an
+    id and as a scope part that looks like "zz" but is another scope."""
+    for bad in ("zz\n", "x\n", "note-1\r\n", "\nzz"):
+        with pytest.raises(InvalidInputError):
+            check_id(bad, "note id")
+        with pytest.raises(ValidationError):
+            Scope(user_id=bad)
+        with pytest.raises(ValidationError):
+            Scope(user_id="u", agent_id="a", run_id=bad)
+        with pytest.raises(ValidationError):
+            Note(id=bad, content="c", scope=Scope(user_id="u"))
+    assert re.match(ID_PATTERN, "zz\n") is None  # the pattern itself, for every user of it
+    assert check_id("zz", "note id") == "zz"

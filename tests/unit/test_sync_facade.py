@@ -26,9 +26,19 @@ def public_coroutines() -> dict[str, inspect.Signature]:
 
 
 def test_the_service_has_the_expected_public_api() -> None:
-    assert {"add", "add_many", "search", "ask", "flush", "construct_note", "decide_links", "write_note"} <= set(
-        public_coroutines()
-    )
+    assert {
+        "add",
+        "add_many",
+        "ingest",
+        "ingest_scopes",
+        "search",
+        "ask",
+        "flush",
+        "construct_note",
+        "neighbours",
+        "decide_links",
+        "write_note",
+    } <= set(public_coroutines())
 
 
 @pytest.mark.parametrize("name", sorted(public_coroutines()))

@@ -7,7 +7,7 @@ import sys
 
 import typer
 
-from graphmem.interfaces.cli import bench, demo, evaluate, llm, neo4j, notes, serve, versions
+from graphmem.interfaces.cli import bench, demo, evaluate, llm, neo4j, notes, schema, serve, versions
 
 app = typer.Typer(
     name="graphmem",
@@ -16,18 +16,19 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-for sub in (neo4j.app, notes.app, versions.app, demo.app, serve.app, evaluate.app, bench.app, llm.app):
+for sub in (neo4j.app, notes.app, versions.app, schema.app, demo.app, serve.app, evaluate.app, bench.app, llm.app):
     app.add_typer(sub)  # unnamed sub-apps add their commands here; named ones become groups
 
 
 def main() -> None:
     from graphmem.errors import GraphmemError
     from graphmem.interfaces.cli.common import console_err
+    from graphmem.redaction import redact
 
     try:
         app()
     except GraphmemError as exc:
-        console_err.print(f"[bold red]error:[/] {exc}")
+        console_err.print(f"[bold red]error:[/] {redact(str(exc))}", markup=True, highlight=False)
         sys.exit(2)
     except KeyboardInterrupt:
         sys.exit(130)

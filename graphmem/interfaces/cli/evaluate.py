@@ -1,4 +1,5 @@
-"""`graphmem eval locomo` (QA with the configured LLM) and `graphmem eval retrieval` (LLM-free)."""
+"""`graphmem eval locomo` (QA with the configured LLM), `graphmem eval retrieval` and `graphmem eval links`
+(LLM-free)."""
 
 from __future__ import annotations
 
@@ -108,10 +109,21 @@ def locomo_cmd(
     ] = None,
     token_budget: Annotated[int | None, typer.Option("--token-budget", help="context token budget of ask")] = None,
     ingest_only: Annotated[bool, typer.Option("--ingest-only", help="store the turns, answer nothing")] = False,
+    concurrency: Annotated[
+        int | None,
+        typer.Option(
+            "--concurrency",
+            "-j",
+            min=1,
+            max=1024,
+            help="notes in flight while ingesting, over all conversations (default GRAPHMEM_INGEST_CONCURRENCY)",
+        ),
+    ] = None,
     seed: Annotated[int, typer.Option("--seed", help="seed of the category-5 option order")] = 0,
     as_json: JsonOpt = False,
 ) -> None:
-    """QA on LoCoMo: full A-MEM ingest per conversation (resumable), answers via ask, A-MEM and LoCoMo metrics."""
+    """QA on LoCoMo: full A-MEM ingest of each conversation (concurrent, in turn order, resumable), answers
+    via ask, A-MEM and LoCoMo metrics."""
     from graphmem.errors import InvalidInputError
     from graphmem.evaluation.locomo import parse_sessions
     from graphmem.evaluation.qa import QAConfig, run_qa_eval
@@ -139,6 +151,7 @@ def locomo_cmd(
         judge=judge,
         seed=seed,
         ingest_only=ingest_only,
+        concurrency=concurrency,
     )
     settings = _settings(llm_temperature=temperature)
     convs = _conversations(data, conversations)
@@ -237,4 +250,138 @@ def retrieval_cmd(
         print_json(result)
         return
     console.print((out / "retrieval.md").read_text(encoding="utf-8"))
+    _print_outputs(written)
+
+
+@app.command("decisions")
+def decisions_cmd(
+    out: Annotated[
+        Path, typer.Option("--out", help="output folder (decisions.json, decisions.md, decisions.png)")
+    ] = Path("eval-out/decisions"),
+    gold: Annotated[
+        Path | None, typer.Option("--gold", help="gold conversations file (default: the shipped one; format in docs)")
+    ] = None,
+    conversations: Annotated[
+        str | None, typer.Option("--conversations", "-c", help="conversation ids, comma-separated (default all)")
+    ] = None,
+    follows: Annotated[
+        bool,
+        typer.Option("--follows/--no-follows", help="each turn FOLLOWS the previous one (as conversations are stored)"),
+    ] = True,
+    keep: Annotated[
+        bool, typer.Option("--keep", help="keep the run's notes in Neo4j (user eval-decisions) to explore")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Decision quality of the configured LLM: links and evolutions against gold conversations."""
+    from graphmem.evaluation.decisions import DecisionsConfig, load_gold, run_decisions_eval
+    from graphmem.evaluation.report import write_outputs
+    from graphmem.local import chat_model
+    from graphmem.service import AsyncMemoryService
+
+    ids = tuple(x.strip() for x in conversations.split(",") if x.strip()) if conversations else ()
+    load_gold(gold, ids or None)  # a bad file or id fails before anything starts
+    cfg = DecisionsConfig(gold=gold, conversations=ids, follows=follows, keep_notes=keep)
+    settings = _settings()
+
+    async def main(update: Callable[[str, int, int], None]) -> dict[str, Any]:
+        model = await asyncio.to_thread(chat_model, settings)  # the local LLM starts off the event loop
+        async with await AsyncMemoryService.create(settings, chat_model=model) as svc:
+            return await run_decisions_eval(svc, cfg, progress=update)
+
+    with progress_bars() as update:
+        result = asyncio.run(main(update))
+    written = write_outputs(result, out)
+    if as_json:
+        print_json(result)
+        return
+    console.print((out / "decisions.md").read_text(encoding="utf-8").split("\n## ", 1)[0])
+    _print_outputs(written)
+
+
+@app.command("links")
+def links_cmd(
+    data: DataOpt,
+    reuse_tag: Annotated[
+        str,
+        typer.Option(
+            "--reuse-tag", help="the tag of scopes locomo-<tag>-<sample> that `eval locomo --ingest-only` filled"
+        ),
+    ],
+    out: Annotated[Path, typer.Option("--out", help="output folder (links.json, links.md, links.png)")] = Path(
+        "eval-out/links"
+    ),
+    conversations: ConvOpt = None,
+    sessions: Annotated[
+        str | None,
+        typer.Option("--sessions", "-s", help="session numbers (default: those with stored turns, per conversation)"),
+    ] = None,
+    categories: Annotated[str, typer.Option("--categories", help="category ids, comma-separated")] = "1,2,3,4",
+    samples: Annotated[int, typer.Option("--samples", help="random same-degree graphs per conversation")] = 100,
+    swaps_per_edge: Annotated[int, typer.Option("--swaps-per-edge", help="double edge swaps per link")] = 10,
+    seed: Annotated[int, typer.Option("--seed", help="seed of the random graphs and the bootstrap")] = 0,
+    connectivity: Annotated[
+        bool, typer.Option("--connectivity/--no-connectivity", help="evidence connectivity of the LLM links")
+    ] = True,
+    ablation: Annotated[
+        bool, typer.Option("--ablation/--no-ablation", help="recall with links and evolution on/off (4 arm scopes)")
+    ] = True,
+    mode: Annotated[
+        SearchMode | None, typer.Option("--mode", help="search mode of the ablation (default: setting)")
+    ] = None,
+    k: Annotated[int | None, typer.Option("-k", help="search k of the ablation (default: setting)")] = None,
+    token_budget: Annotated[int | None, typer.Option("--token-budget", help="context token budget")] = None,
+    max_questions: MaxQOpt = None,
+    drop_arms: Annotated[
+        bool, typer.Option("--drop-arms", help="delete the arm scopes afterwards (default: keep them)")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """LLM-free: evidence connectivity of the LLM's links vs random same-degree links, and recall with
+    links and evolution on/off, on scopes an `eval locomo` ingest filled."""
+    from graphmem.errors import InvalidInputError
+    from graphmem.evaluation.links import LinksConfig, run_links_eval
+    from graphmem.evaluation.locomo import parse_sessions
+    from graphmem.evaluation.report import write_outputs
+    from graphmem.models import check_id
+    from graphmem.service import AsyncMemoryService
+
+    check_id(f"locomo-{reuse_tag}", "--reuse-tag")
+    if not connectivity and not ablation:
+        raise InvalidInputError("nothing to do: --no-connectivity and --no-ablation")
+    if not 1 <= samples <= 100_000 or not 1 <= swaps_per_edge <= 1000:
+        raise InvalidInputError("--samples must be 1..100000 and --swaps-per-edge 1..1000")
+    try:
+        cats = tuple(int(c) for c in categories.split(",") if c.strip())
+    except ValueError:
+        raise InvalidInputError("--categories must be integers, comma-separated") from None
+    cfg = LinksConfig(
+        reuse_tag=reuse_tag,
+        sessions=parse_sessions(sessions),
+        categories=cats,
+        samples=samples,
+        swaps_per_edge=swaps_per_edge,
+        seed=seed,
+        connectivity=connectivity,
+        ablation=ablation,
+        mode=mode,
+        k=k,
+        token_budget=token_budget,
+        max_questions=max_questions,
+        drop_arms=drop_arms,
+    )
+    settings = _settings()
+    convs = _conversations(data, conversations)
+
+    async def main(update: Callable[[str, int, int], None]) -> dict[str, Any]:
+        async with await AsyncMemoryService.create(settings) as svc:
+            return await run_links_eval(svc, convs, cfg, progress=update)
+
+    with progress_bars() as update:
+        result = asyncio.run(main(update))
+    written = write_outputs(result, out)
+    if as_json:
+        print_json(result)
+        return
+    console.print((out / "links.md").read_text(encoding="utf-8"))
     _print_outputs(written)

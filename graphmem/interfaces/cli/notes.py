@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar, cast
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -20,10 +20,24 @@ from graphmem.interfaces.cli.common import (
     RunOpt,
     UserOpt,
     console,
+    console_err,
     make_scope,
     print_json,
+    progress_bar,
 )
-from graphmem.models import AddResult, LinkType, SearchHit, SearchMode
+from graphmem.models import (
+    LIMITS,
+    AddResult,
+    IngestItem,
+    IngestReport,
+    IngestStatus,
+    LinkType,
+    NoteInput,
+    Scope,
+    SearchHit,
+    SearchMode,
+    check_bound,
+)
 
 T = TypeVar("T")
 
@@ -142,6 +156,11 @@ def ask(
 ) -> None:
     """Answer a question from the scope's memory."""
     scope = make_scope(user, agent, run)
+    # checked before the local model starts (the service checks them again)
+    if k is not None:
+        check_bound(k, 1, LIMITS.k_max, "k")
+    if budget is not None:
+        check_bound(budget, LIMITS.token_budget_min, LIMITS.token_budget_max, "token budget")
     result = run_service(lambda svc: svc.ask(question, scope, k=k, token_budget=budget), llm=True)
     if as_json:
         print_json({**result.model_dump(mode="json", exclude={"notes"}), "notes": [_hit_json(h) for h in result.notes]})
@@ -159,13 +178,19 @@ def show(
     user: UserOpt = "default",
     agent: AgentOpt = "default",
     run: RunOpt = "default",
+    links_limit: Annotated[int, typer.Option("--links", help="links to show at most")] = 100,
+    versions_limit: Annotated[int, typer.Option("--versions", help="versions to show at most")] = 100,
     as_json: JsonOpt = False,
 ) -> None:
-    """Show a note with its links and evolution history."""
+    """Show a note with its links and evolution history (the first pages of both)."""
     scope = make_scope(user, agent, run)
 
     async def work(svc: Any) -> Any:
-        return await svc.get(note_id, scope), await svc.links(note_id, scope), await svc.history(note_id, scope)
+        return (
+            await svc.get(note_id, scope),
+            await svc.links(note_id, scope, limit=links_limit),
+            await svc.history(note_id, scope, limit=versions_limit),
+        )
 
     note, links, history = run_service(work)
     if as_json:
@@ -256,6 +281,7 @@ def repair(
 ) -> None:
     """Re-run note construction for notes stored raw after an LLM failure."""
     scope = make_scope(user, agent, run)
+    check_bound(limit, 1, LIMITS.repair_max, "repair limit")  # before the local model starts
     n = run_service(lambda svc: svc.repair(scope, limit=limit), llm=True)
     print_json({"repaired": n}) if as_json else console.print(f"repaired {n} notes")
 
@@ -278,33 +304,139 @@ def export_cmd(
         console.print(f"exported {len(records)} notes to {out}")
 
 
+def _jsonl_records(path: Path) -> list[Any]:
+    from graphmem.errors import InvalidInputError
+
+    records = []
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(f"{path}: not UTF-8 text (invalid byte at offset {exc.start})") from None
+    for i, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise InvalidInputError(f"{path}:{i}: not JSON ({exc.msg})") from None
+    return records
+
+
+def note_inputs(records: list[Any], path: Path) -> list[NoteInput]:
+    """JSONL lines as notes to add: ``content`` plus optional ``note_id`` (or an export's ``id``),
+    ``event_time`` (or ``event_time_text``), ``category``, ``source_id``, ``metadata``, ``follows``.
+    Other fields (an export's enrichment, links, embedding) are not used: the LLM writes them anew."""
+    from pydantic import ValidationError
+
+    from graphmem.errors import InvalidInputError
+
+    items = []
+    for i, rec in enumerate(records, 1):
+        if not isinstance(rec, dict) or "content" not in rec:
+            raise InvalidInputError(f"{path}:{i}: a JSON object with a 'content' field is needed")
+        fields = {
+            "content": rec["content"],
+            "note_id": rec.get("note_id", rec.get("id")),
+            "event_time": rec.get("event_time_text") or rec.get("event_time"),
+            "category": rec.get("category"),
+            "source_id": rec.get("source_id"),
+            "metadata": rec.get("metadata") or {},
+            "follows": rec.get("follows"),
+        }
+        try:
+            items.append(NoteInput.model_validate(fields))
+        except ValidationError as exc:
+            raise InvalidInputError(f"{path}:{i}: {exc.errors()[0]['msg']}") from None
+    return items
+
+
+def _run_ingest(items: list[NoteInput], scope: Scope, concurrency: int | None, as_json: bool) -> IngestReport:
+    """The agentic ingest with a progress bar (rate, ETA) and each failed item printed as it fails."""
+
+    out = console_err if as_json else console  # --json: standard output holds the JSON only
+
+    def work(svc: Any) -> Awaitable[IngestReport]:
+        n = concurrency or svc.settings.resolved_ingest_concurrency
+        out.print(f"[dim]agentic import of {len(items)} notes into {scope}, {n} in flight[/]")
+
+        def seen(item: IngestItem) -> None:
+            if item.status in (IngestStatus.ADDED, IngestStatus.EXISTING):
+                bar.update(task, advance=1)
+            else:
+                failed.append(item)
+                bar.update(task, advance=1, description=f"importing [red]({len(failed)} failed)[/]")
+                bar.console.print(f"[yellow]item {item.index} {item.status.value}:[/] {item.error}")
+
+        return cast("Awaitable[IngestReport]", svc.ingest(items, scope, concurrency=n, on_item=seen))
+
+    failed: list[IngestItem] = []
+    with progress_bar(to=out) as bar:
+        task = bar.add_task("importing", total=len(items))
+        return run_service(work, llm=lambda s: s.enable_enrichment)
+
+
 @app.command("import")
 def import_cmd(
-    path: Annotated[Path, typer.Argument(help="JSONL from `graphmem export`, or a LoCoMo JSON file")],
+    path: Annotated[Path, typer.Argument(help="JSONL (a graphmem export, or one note per line), or LoCoMo JSON")],
     user: UserOpt = "default",
     agent: AgentOpt = "default",
     run: RunOpt = "default",
     fmt: Annotated[str, typer.Option("--format", help="jsonl | locomo")] = "jsonl",
+    agentic: Annotated[
+        bool,
+        typer.Option(
+            "--agentic",
+            help="add every note the A-MEM way (LLM enrichment, links, evolution), several at once, "
+            "in order; resumable: a rerun skips what is stored",
+        ),
+    ] = False,
+    concurrency: Annotated[
+        int | None,
+        typer.Option(
+            "--concurrency", "-j", min=1, max=1024, help="notes in flight (default GRAPHMEM_INGEST_CONCURRENCY)"
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Import notes: graphmem JSONL (exact round trip) or LoCoMo conversations (one note per turn, raw)."""
+    """Import notes: graphmem JSONL (exact round trip) or LoCoMo conversations (one note per turn, raw);
+    with --agentic, each note is enriched, linked and evolves its neighbours (exit code 1 when an item
+    failed: rerun to retry it)."""
     from graphmem.errors import InvalidInputError
 
     scope = make_scope(user, agent, run)
     if not path.is_file():
         raise InvalidInputError(f"no such file: {path}")
+    if fmt not in ("jsonl", "locomo"):
+        raise InvalidInputError("--format must be jsonl or locomo")
+    if agentic:
+        if fmt == "jsonl":
+            items = note_inputs(_jsonl_records(path), path)
+        else:
+            from graphmem.evaluation.locomo import load_locomo, scope_tag, turn_inputs
+
+            items = [item for conv in load_locomo(path) for item in turn_inputs(conv, tag=scope_tag(scope))]
+        report = _run_ingest(items, scope, concurrency, as_json)
+        summary = report.summary()
+        if as_json:
+            print_json(
+                {
+                    **summary,
+                    "failed_items": [x.model_dump(mode="json") for x in report.failed],
+                    "warnings": report.warnings,
+                }
+            )
+        else:
+            for warning in report.warnings:
+                console.print(f"[yellow]warning:[/] {warning}")
+            console.print(
+                f"added {summary['added']}, already stored {summary['existing']}, failed {summary['failed']}, "
+                f"skipped {summary['skipped']} ({summary['pending']} stored raw for `graphmem repair`); "
+                f"{summary['links']} links, {summary['evolved']} evolutions; {summary['notes_per_s']} notes/s"
+            )
+        if report.failed:
+            raise typer.Exit(1)
+        return
     if fmt == "jsonl":
-        records = []
-        try:
-            text = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError as exc:
-            raise InvalidInputError(f"{path}: not UTF-8 text (invalid byte at offset {exc.start})") from None
-        for i, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    records.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise InvalidInputError(f"{path}:{i}: not JSON ({exc.msg})") from None
+        records = _jsonl_records(path)
         n = run_service(lambda svc: svc.import_notes(records, scope))
     elif fmt == "locomo":
         from graphmem.evaluation.locomo import load_locomo, scope_tag, turn_inputs
@@ -322,6 +454,4 @@ def import_cmd(
                 )
             )
         n = len(ids)
-    else:
-        raise InvalidInputError("--format must be jsonl or locomo")
     print_json({"imported": n}) if as_json else console.print(f"imported {n} notes into {scope}")

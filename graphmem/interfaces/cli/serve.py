@@ -19,21 +19,22 @@ def serve(
 ) -> None:
     """Run the REST API (OpenAPI docs at /docs). Needs GRAPHMEM_API_KEYS or GRAPHMEM_AUTH_DISABLED=true."""
     try:
-        import uvicorn
+        import uvicorn  # noqa: F401 - the server extra
     except ImportError:
         console_err.print("[red]the REST API needs the server extra:[/] pip install 'graphmem[server]'")
         raise typer.Exit(2) from None
     from graphmem.config import get_settings
     from graphmem.interfaces.rest import create_app
+    from graphmem.interfaces.rest.server import serve as run_server
 
     settings = get_settings()
     api = create_app(settings)  # raises ConfigError (exit 2, message) when no key is configured
     if settings.auth_disabled:
         console_err.print("[yellow]warning:[/] API key auth is disabled (GRAPHMEM_AUTH_DISABLED=true)")
     console_err.print(f"graphmem REST API on http://{host}:{port}  (docs: /docs)")
-    # No reload: one process owns the Neo4j driver. The app starts the local LLM (if that is the
-    # provider) in a worker thread while it already serves /health.
-    uvicorn.run(api, host=host, port=port, log_level=log_level, reload=False, server_header=False)
+    # The app starts the local LLM (if that is the provider) in a worker thread while it already
+    # serves /health. Client limits (timeouts, connections, sizes): GRAPHMEM_HTTP_* settings.
+    run_server(api, settings, host=host, port=port, log_level=log_level)
 
 
 @app.command()

@@ -10,7 +10,7 @@ from rich.text import Text
 
 from graphmem.interfaces.cli.common import AgentOpt, JsonOpt, RunOpt, UserOpt, console, make_scope, print_json
 from graphmem.interfaces.cli.notes import run_service
-from graphmem.models import FieldDiff, RollbackResult, UndoResult, VersionDiff, describe_change
+from graphmem.models import LIMITS, FieldDiff, RollbackResult, UndoResult, VersionDiff, describe_change
 
 app = typer.Typer()
 
@@ -68,7 +68,9 @@ def history(
     agent: AgentOpt = "default",
     run: RunOpt = "default",
     diff: Annotated[bool, typer.Option("--diff", help="what changed at each step, word by word")] = False,
-    limit: Annotated[int, typer.Option(help="versions (or steps, with --diff) per page", min=1, max=1000)] = 100,
+    limit: Annotated[
+        int, typer.Option(help="versions (or steps, with --diff) per page", min=1, max=LIMITS.history_page_max)
+    ] = LIMITS.history_page_max,
     offset: Annotated[int, typer.Option(help="skip this many, oldest first", min=0)] = 0,
     as_json: JsonOpt = False,
 ) -> None:

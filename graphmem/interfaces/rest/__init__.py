@@ -11,7 +11,7 @@ names it: headers ``X-User-Id`` / ``X-Agent-Id`` / ``X-Run-Id``, query parameter
 ``agent_id`` / ``run_id``, or the same fields in a JSON body; agent and run default to ``default``.
 
 Errors are JSON ``{"error": {"code", "message", "details"?}}`` with a 4xx status for every bad
-request (422 invalid input, 404 unknown note, 409 conflict, 413 body too large, 401/403 auth) and
+request (422 invalid input, 404 unknown note, 413 body too large, 401/403 auth) and
 503 / 502 when Neo4j / the LLM fail. Request bodies are limited (1 MiB by default). Keys are never
 logged: logs name a key by a short hash.
 

@@ -12,8 +12,9 @@ from fastapi import FastAPI
 from graphmem._version import __version__
 from graphmem.config import Settings, load_settings
 from graphmem.interfaces.rest.auth import KeyRing
-from graphmem.interfaces.rest.body_limit import DEFAULT_MAX_BODY_BYTES, BodyLimit
+from graphmem.interfaces.rest.body_limit import BodyLimit
 from graphmem.interfaces.rest.errors import install_error_handlers
+from graphmem.interfaces.rest.memory import ReleaseMemory
 from graphmem.interfaces.rest.routers import meta, notes, retrieval, versions
 from graphmem.local import ChatModelStart, chat_model, start_chat_model
 from graphmem.service.memory import AsyncMemoryService
@@ -25,7 +26,7 @@ def create_app(
     settings: Settings | None = None,
     service: AsyncMemoryService | None = None,
     *,
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    max_body_bytes: int | None = None,
     chat_model_start: ChatModelStart = chat_model,
 ) -> FastAPI:
     """Build the API. With `service` given the app uses it and leaves closing it to the caller;
@@ -65,7 +66,9 @@ def create_app(
     )
     app.state.keys = keys
     app.state.service = service
-    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    app.state.liveness = meta.Liveness()
+    app.add_middleware(BodyLimit, max_bytes=max_body_bytes or settings.http_max_body_bytes)
+    app.add_middleware(ReleaseMemory)
     install_error_handlers(app)
     for router in (meta.router, notes.router, retrieval.router, versions.router):
         app.include_router(router)

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict
 from graphmem.config import Settings
 from graphmem.errors import ConfigError
 from graphmem.models import Scope
+from graphmem.redaction import register_secret
 
 MIN_KEY_CHARS = 16
 
@@ -66,6 +67,8 @@ class KeyRing:
         if settings.auth_disabled:
             return cls(disabled=True)
         keys = parse_api_keys(settings.api_keys.get_secret_value() if settings.api_keys else None)
+        for key in keys:
+            register_secret(key)
         if not keys:
             raise ConfigError(
                 "the REST API needs API keys: set GRAPHMEM_API_KEYS='<key>' (comma-separated; "

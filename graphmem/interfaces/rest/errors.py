@@ -4,6 +4,7 @@ errors to HTTP statuses, and the app's exception handlers."""
 from __future__ import annotations
 
 import logging
+import traceback
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -24,6 +25,7 @@ from graphmem.errors import (
     StoreUnavailableError,
 )
 from graphmem.interfaces.rest.schemas import ErrorBody
+from graphmem.redaction import redact
 
 log = logging.getLogger("graphmem.interfaces.rest")
 
@@ -99,13 +101,14 @@ async def _api_error(request: Request, exc: Exception) -> JSONResponse:
 
 
 async def _graphmem_error(request: Request, exc: Exception) -> JSONResponse:
+    message = redact(str(exc))  # the same text for the log and the client, secrets removed
     for cls, code_status, code in STATUS_OF:
         if isinstance(exc, cls):
             if code_status >= 500:
-                log.warning("%s %s failed: %s", request.method, request.url.path, exc)
-            return error_response(code_status, code, str(exc))
-    log.warning("%s %s failed: %s", request.method, request.url.path, exc)
-    return error_response(500, "error", str(exc))
+                log.warning("%s %s failed: %s", request.method, request.url.path, message)
+            return error_response(code_status, code, message)
+    log.warning("%s %s failed: %s", request.method, request.url.path, message)
+    return error_response(500, "error", message)
 
 
 async def _pydantic_error(request: Request, exc: Exception) -> JSONResponse:
@@ -137,11 +140,12 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
 
 async def _value_error(request: Request, exc: Exception) -> JSONResponse:
     # The service validates ids with plain ValueError (models.check_id): bad input, not a crash.
-    return error_response(422, "invalid_input", str(exc))
+    return error_response(422, "invalid_input", redact(str(exc)))
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-    log.exception("%s %s: unexpected error", request.method, request.url.path)
+    trace = redact("".join(traceback.format_exception(exc)))
+    log.error("%s %s: unexpected error\n%s", request.method, request.url.path, trace)
     return error_response(500, "internal_error", "internal error (see the server log)")
 
 

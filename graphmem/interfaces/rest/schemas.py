@@ -6,16 +6,21 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
 from graphmem.models import (
+    LIMITS,
     AddResult,
     AskResult,
+    IngestReport,
+    IngestStatus,
     Link,
     LinkType,
+    NeighbourChange,
     Note,
     NoteVersion,
     RollbackResult,
     SearchFilters,
     SearchHit,
     SearchMode,
+    Usage,
     VersionDiff,
 )
 
@@ -58,22 +63,89 @@ class NoteCreate(ScopeFields):
     )
 
 
+class BulkNote(BaseModel):
+    """One note of a bulk add."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: str = Field(description="the memory text")
+    note_id: str | None = Field(
+        None, max_length=128, description="client-given id; default: derived from source_id, or the content"
+    )
+    event_time: str | None = Field(None, max_length=200, description="when it happened: ISO 8601 or free text")
+    category: str | None = Field(None, max_length=200)
+    source_id: str | None = Field(None, max_length=500)
+    metadata: dict[str, str] | None = Field(None, description="string values, 32 keys at most")
+    follows: str | None = Field(
+        None, max_length=128, description="id of the previous turn (in this request or stored): a FOLLOWS link"
+    )
+
+
+class BulkCreate(ScopeFields):
+    notes: list[BulkNote] = Field(min_length=1, max_length=1000, description="in order: earlier notes first")
+    concurrency: int | None = Field(
+        None, ge=1, le=64, description="notes in flight (default GRAPHMEM_INGEST_CONCURRENCY)"
+    )
+    enrich: bool | None = Field(None, description="false: store raw, no LLM call (default from settings)")
+
+
+class BulkItemOut(BaseModel):
+    index: int
+    note_id: str | None
+    status: IngestStatus
+    error: str | None = None
+    enrichment: str | None = None
+    links: list[Link] = Field(default_factory=list)
+    evolved: list[NeighbourChange] = Field(default_factory=list)
+    rejected: list[str] = Field(default_factory=list)
+    usage: Usage
+
+
+class BulkResult(BaseModel):
+    summary: dict[str, int | float | None] = Field(
+        description="counts by status (added, existing, failed, skipped), pending, links, evolved, seconds, notes_per_s"
+    )
+    items: list[BulkItemOut] = Field(description="one per note, in the request's order")
+    warnings: list[str] = Field(default_factory=list, description="batch-level trouble that resending repairs")
+
+
+def bulk_result_out(report: IngestReport) -> BulkResult:
+    return BulkResult(
+        summary=report.summary(),
+        items=[
+            BulkItemOut(
+                index=x.index,
+                note_id=x.note_id,
+                status=x.status,
+                error=x.error,
+                enrichment=x.enrichment.value if x.enrichment else None,
+                links=x.links,
+                evolved=x.evolved,
+                rejected=x.rejected,
+                usage=x.usage,
+            )
+            for x in report.items
+        ],
+        warnings=report.warnings,
+    )
+
+
 class NoteUpdate(ScopeFields):
     content: str = Field(description="the new text; the note is re-enriched and the old values kept as a version")
 
 
 class SearchRequest(ScopeFields):
     query: str
-    k: int | None = Field(None, ge=1, le=1000)
+    k: int | None = Field(None, ge=1, le=LIMITS.k_max)
     mode: SearchMode | None = None
     filters: SearchFilters | None = None
 
 
 class AskRequest(ScopeFields):
     question: str
-    k: int | None = Field(None, ge=1, le=1000)
+    k: int | None = Field(None, ge=1, le=LIMITS.k_max)
     mode: SearchMode | None = None
-    token_budget: int | None = Field(None, ge=50, le=200_000)
+    token_budget: int | None = Field(None, ge=LIMITS.token_budget_min, le=LIMITS.token_budget_max)
     filters: SearchFilters | None = None
 
 
@@ -114,18 +186,28 @@ class SearchResponse(BaseModel):
 
 class LinksResponse(BaseModel):
     links: list[Link]
+    limit: int
+    offset: int
+    next_offset: int | None = Field(description="offset of the next page; null when this page is the last")
 
 
 class HistoryResponse(BaseModel):
     versions: list[NoteVersion]
+    limit: int
+    offset: int
+    next_offset: int | None = Field(description="offset of the next page; null when this page is the last")
 
 
 class Health(BaseModel):
-    status: str
+    status: str = Field(description="ok, starting or unavailable")
+
+
+class Status(BaseModel):
+    status: str = Field(description="ok, starting or unavailable")
     version: str
     neo4j: dict[str, str] | None = None
     llm: str | None = Field(None, description="ready, starting (the local model), failed: ..., or on first use")
-    detail: str | None = None
+    detail: str | None = Field(None, description="why Neo4j cannot be reached (secrets redacted)")
 
 
 def note_out(note: Note) -> NoteOut:

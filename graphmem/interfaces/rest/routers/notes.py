@@ -9,8 +9,11 @@ from fastapi import APIRouter, Query, Response
 from graphmem.errors import NoteNotFoundError
 from graphmem.interfaces.rest.deps import Auth, Given, Svc, resolve_scope
 from graphmem.interfaces.rest.errors import COMMON_ERRORS, error_responses
+from graphmem.interfaces.rest.responses import NOTE_EXCLUDE, json_list
 from graphmem.interfaces.rest.schemas import (
     AddResultOut,
+    BulkCreate,
+    BulkResult,
     HistoryResponse,
     LinkCreate,
     LinksResponse,
@@ -19,9 +22,10 @@ from graphmem.interfaces.rest.schemas import (
     NotePage,
     NoteUpdate,
     add_result_out,
+    bulk_result_out,
     note_out,
 )
-from graphmem.models import Link
+from graphmem.models import LIMITS, Link, NoteInput
 
 router = APIRouter(prefix="/v1/notes", tags=["notes"], responses=error_responses(*COMMON_ERRORS))
 
@@ -32,7 +36,7 @@ router = APIRouter(prefix="/v1/notes", tags=["notes"], responses=error_responses
     status_code=201,
     responses={
         200: {"description": "already stored (same note_id, or same content with dedupe_content)"},
-        **error_responses(404, 409, 502),
+        **error_responses(404, 502),  # 404: `follows` names no note of the scope
     },
 )
 async def add_note(body: NoteCreate, who: Auth, given: Given, svc: Svc, response: Response) -> AddResultOut:
@@ -55,21 +59,35 @@ async def add_note(body: NoteCreate, who: Auth, given: Given, svc: Svc, response
     return add_result_out(result)
 
 
+@router.post("/bulk", response_model=BulkResult)
+async def add_notes(body: BulkCreate, who: Auth, given: Given, svc: Svc) -> BulkResult:
+    """Add many memories the A-MEM way, several at once and in order: each note's links and
+    evolutions consider every earlier note (of the scope and of this request). Per note: added,
+    existing (its id is stored: resending the request after a timeout adds nothing twice), failed
+    (with the error) or skipped. A failed note does not fail the request."""
+    scope = resolve_scope(who, given, body)
+    items = [NoteInput.model_validate(n.model_dump(exclude_none=True)) for n in body.notes]
+    report = await svc.ingest(items, scope, concurrency=body.concurrency, enrich=body.enrich)
+    return bulk_result_out(report)
+
+
 @router.get("", response_model=NotePage)
 async def list_notes(
     who: Auth,
     given: Given,
     svc: Svc,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 50,
-    offset: Annotated[int, Query(ge=0)] = 0,
-) -> NotePage:
+    limit: Annotated[int, Query(ge=1, le=LIMITS.page_max)] = 50,
+    offset: Annotated[int, Query(ge=0, le=LIMITS.offset_max)] = 0,
+) -> Response:
     """The scope's notes, newest first."""
     scope = resolve_scope(who, given)
     notes = await svc.list(scope, limit=limit, offset=offset)
     total = await svc.count(scope)
     nxt = offset + len(notes)
-    return NotePage(
-        notes=[note_out(n) for n in notes],
+    return await json_list(
+        "notes",
+        notes,
+        exclude=NOTE_EXCLUDE,
         total=total,
         limit=limit,
         offset=offset,
@@ -104,9 +122,17 @@ async def delete_note(note_id: str, who: Auth, given: Given, svc: Svc) -> Respon
 
 
 @router.get("/{note_id}/links", response_model=LinksResponse, responses=error_responses(404))
-async def note_links(note_id: str, who: Auth, given: Given, svc: Svc) -> LinksResponse:
-    """The note's typed links, both directions."""
-    return LinksResponse(links=await svc.links(note_id, resolve_scope(who, given)))
+async def note_links(
+    note_id: str,
+    who: Auth,
+    given: Given,
+    svc: Svc,
+    limit: Annotated[int, Query(ge=1, le=LIMITS.links_page_max)] = LIMITS.links_page_max,
+    offset: Annotated[int, Query(ge=0, le=LIMITS.offset_max)] = 0,
+) -> Response:
+    """A page of the note's typed links, both directions, oldest first."""
+    links = await svc.links(note_id, resolve_scope(who, given), limit=limit, offset=offset)
+    return await json_list("links", links, limit=limit, offset=offset, next_offset=_next(offset, limit, len(links)))
 
 
 @router.post("/{note_id}/links", response_model=Link, status_code=201, responses=error_responses(404))
@@ -122,10 +148,16 @@ async def note_history(
     who: Auth,
     given: Given,
     svc: Svc,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
-) -> HistoryResponse:
+    limit: Annotated[int, Query(ge=1, le=LIMITS.history_page_max)] = LIMITS.history_page_max,
+    offset: Annotated[int, Query(ge=0, le=LIMITS.offset_max)] = 0,
+) -> Response:
     """Previous versions (evolution by later notes, updates, rollbacks), oldest first, one page;
     `/history/diff` gives what changed at each step."""
     versions = await svc.history(note_id, resolve_scope(who, given), limit=limit, offset=offset)
-    return HistoryResponse(versions=versions)
+    nxt = _next(offset, limit, len(versions))
+    return await json_list("versions", versions, limit=limit, offset=offset, next_offset=nxt)
+
+
+def _next(offset: int, limit: int, got: int) -> int | None:
+    """A full page may have a next one (which may then be empty); a short page is the last."""
+    return offset + got if got == limit and offset + got <= LIMITS.offset_max else None

@@ -16,7 +16,7 @@ from graphmem.interfaces.rest.schemas import (
     UndoRequest,
     rollback_result_out,
 )
-from graphmem.models import UndoResult
+from graphmem.models import LIMITS, UndoResult
 
 router = APIRouter(prefix="/v1/notes", tags=["versions"], responses=error_responses(*COMMON_ERRORS))
 
@@ -35,7 +35,9 @@ async def note_history_diff(
     who: Auth,
     given: Given,
     svc: Svc,
-    limit: Annotated[int, Query(ge=1, le=1000, description="steps per page")] = 100,
+    limit: Annotated[
+        int, Query(ge=1, le=LIMITS.history_page_max, description="steps per page")
+    ] = LIMITS.history_page_max,
     offset: Annotated[int, Query(ge=0, description="steps to skip, oldest first")] = 0,
 ) -> HistoryDiffResponse:
     """What changed from each version to the next: a word diff of content and context, tags and

@@ -1,0 +1,633 @@
+"""What the LLM's links and evolutions do on LoCoMo, measured on scopes ``graphmem eval locomo`` filled.
+
+Two measurements over the scopes ``locomo-<tag>-<sample>`` of one ingest (issue 18, deliverable 1):
+
+**Evidence connectivity.** For each question (categories 1-4 by default) with two or more evidence
+turns stored, every unordered pair of its evidence turns; the share of those pairs joined by an
+LLM link (1 hop) and within 2 hops along LLM links, links taken as undirected. LLM links are all
+links except the turn links ``add(..., follows=...)`` writes (``FOLLOWS`` with ``FOLLOWS_REASON``);
+a ``FOLLOWS`` the model proposed counts as an LLM link. Pairs are counted per question (a pair two
+questions share counts twice). Against:
+
+- **random links with the same degree sequence**: the scope's LLM-link graph (simple, undirected,
+  over all its notes) rewired by degree-preserving double edge swaps (Maslov-Sneppen; ``rewire``),
+  ``swaps_per_edge`` x edges accepted swaps per sample, each sample rewired afresh from the real
+  graph, ``samples`` samples from one seed. Chosen over a configuration model because it keeps
+  every note's degree exactly and makes no self-loops or multi-edges (a configuration model needs
+  both removed, which changes the degrees). Reported: the mean rate, its spread, the ratio
+  observed / mean and the share of samples at or above the observed rate (a one-sided p-value).
+- **nearest-neighbour links** (context, not a target): each note linked to as many of its most
+  similar earlier notes (cosine of the stored embeddings) as it made LLM links: what linking
+  without the LLM's choice would connect.
+- the turn links alone and all links (LLM + turn), for scale.
+
+**The ablation A-MEM reports, on retrieval.** From each ingested scope (links and evolution on),
+four arm scopes ``locomo-<tag>.<arm>-<sample>`` are derived through the service's export and
+import: ``full`` (a copy), ``no-links`` (the LLM links dropped, the turn links kept), ``no-evolution``
+(every evolved note back to its values before its first evolution, read from its versions, and
+re-embedded by the import), ``neither``. Then ``eval retrieval``'s recall@k within the ask budget
+(default search, k=10, the same questions) for each arm, per category, with the paired bootstrap
+interval of each arm's difference from ``full``. The arms differ only post hoc: in a real ingest
+without evolution the model would also have seen other neighbour texts and linked differently.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import random
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from graphmem.errors import InvalidInputError
+from graphmem.evaluation.locomo import CATEGORY_NAMES, Conversation
+from graphmem.evaluation.retrieval import RetrievalConfig, evaluate_conversation, merge, scope_for, summarise
+from graphmem.models import FOLLOWS_REASON, LinkType, Note, NoteVersion, Scope
+from graphmem.service import AsyncMemoryService, embed_text
+from graphmem.store import BenchQueries
+
+Progress = Callable[[str, int, int], None]
+Edge = tuple[str, str]
+
+# arm -> (LLM links kept, evolutions kept); the order of the report's columns.
+ARMS: dict[str, tuple[bool, bool]] = {
+    "full": (True, True),
+    "no-evolution": (True, False),
+    "no-links": (False, True),
+    "neither": (False, False),
+}
+_ARM_CODES = {"full": "af", "no-evolution": "ae", "no-links": "al", "neither": "an"}
+TARGET_RATIO = 2.0  # issue 18: evidence connectivity through LLM links at least 2x the random rate
+EMBEDDING_CHECK_MIN_COSINE = 0.999
+
+
+@dataclass
+class LinksConfig:
+    reuse_tag: str  # the scopes locomo-<tag>-<sample> an `eval locomo` ingest filled
+    sessions: list[int] | None = None  # default: the sessions with stored turns, per conversation
+    categories: tuple[int, ...] = (1, 2, 3, 4)
+    samples: int = 100  # random graphs per conversation
+    swaps_per_edge: int = 10
+    seed: int = 0
+    connectivity: bool = True
+    ablation: bool = True
+    mode: str | None = None  # search mode of the ablation; default settings.search_mode
+    k: int | None = None  # default settings.search_k
+    token_budget: int | None = None  # default settings.context_token_budget
+    max_questions: int | None = None  # per conversation, ablation only
+    bootstrap: int = 2000  # resamples of the paired difference between arms
+    drop_arms: bool = False  # delete the arm scopes afterwards
+
+
+# --- links as a graph -----------------------------------------------------------------------------
+
+
+def is_turn_link(link: Mapping[str, Any]) -> bool:
+    """A conversation-turn link written by ``add(..., follows=...)``, not by the LLM."""
+    return link.get("type") == LinkType.FOLLOWS.value and link.get("reason") == FOLLOWS_REASON
+
+
+def edge(a: str, b: str) -> Edge:
+    return (a, b) if a <= b else (b, a)
+
+
+def link_edges(records: Sequence[Mapping[str, Any]], *, turn: bool) -> set[Edge]:
+    """Undirected, simple edges of the exported records: the turn links (``turn``) or the LLM links."""
+    ids = {r["id"] for r in records}
+    out: set[Edge] = set()
+    for r in records:
+        for link in r.get("links") or []:
+            target = link["target_id"]
+            if target != r["id"] and target in ids and is_turn_link(link) == turn:
+                out.add(edge(r["id"], target))
+    return out
+
+
+def adjacency(nodes: Iterable[str], edges: Iterable[Edge]) -> dict[str, set[str]]:
+    adj: dict[str, set[str]] = {n: set() for n in nodes}
+    for a, b in edges:
+        adj.setdefault(a, set()).add(b)
+        adj.setdefault(b, set()).add(a)
+    return adj
+
+
+def joined(adj: Mapping[str, set[str]], a: str, b: str) -> tuple[bool, bool]:
+    """(a and b share an edge, a and b are at most 2 hops apart)."""
+    na, nb = adj.get(a, set()), adj.get(b, set())
+    one = b in na
+    return one, one or not na.isdisjoint(nb)
+
+
+def rewire(
+    edges: Iterable[Edge], rng: random.Random, swaps: int, *, max_tries: int | None = None
+) -> tuple[list[Edge], int]:
+    """Degree-preserving randomisation by double edge swaps: pick edges (a, b) and (c, d), orient the
+    second at random, replace them by (a, d) and (c, b) unless that makes a self-loop or an edge that
+    exists. Returns (edges, accepted swaps); every node keeps its degree and the graph stays simple."""
+    current = sorted(edge(a, b) for a, b in edges)  # sorted: the same seed gives the same graph
+    present = set(current)
+    m = len(current)
+    if m < 2 or swaps <= 0:
+        return current, 0
+    tries_left = 20 * swaps if max_tries is None else max_tries
+    done = 0
+    while done < swaps and tries_left > 0:
+        tries_left -= 1
+        i, j = rng.randrange(m), rng.randrange(m)
+        if i == j:
+            continue
+        a, b = current[i]
+        c, d = current[j]
+        if rng.random() < 0.5:
+            c, d = d, c
+        if a == d or c == b:
+            continue
+        e1, e2 = edge(a, d), edge(c, b)
+        if e1 in present or e2 in present:
+            continue
+        present.difference_update((current[i], current[j]))
+        present.update((e1, e2))
+        current[i], current[j] = e1, e2
+        done += 1
+    return current, done
+
+
+def nearest_neighbour_edges(records: Sequence[Mapping[str, Any]], llm_edges: set[Edge]) -> set[Edge]:
+    """Each note linked to as many of its most similar earlier notes as it made LLM links (as source).
+
+    ``records`` in insertion order (as exported: oldest first); similarity is the cosine of the stored
+    embeddings (evolved notes with their final vectors)."""
+    ids = [r["id"] for r in records]
+    out_degree = dict.fromkeys(ids, 0)
+    for r in records:
+        targets = {link["target_id"] for link in r.get("links") or [] if edge(r["id"], link["target_id"]) in llm_edges}
+        out_degree[r["id"]] = len(targets)
+    vectors = [r.get("embedding") for r in records]
+    if not any(out_degree.values()) or any(v is None for v in vectors):
+        return set()
+    mat = np.asarray(vectors, dtype=np.float64)
+    mat /= np.maximum(np.linalg.norm(mat, axis=1, keepdims=True), 1e-12)
+    out: set[Edge] = set()
+    for i, nid in enumerate(ids):
+        d = min(out_degree[nid], i)
+        if d <= 0:
+            continue
+        sims = mat[:i] @ mat[i]
+        for j in np.argsort(-sims, kind="stable")[:d]:
+            out.add(edge(nid, ids[int(j)]))
+    return out
+
+
+# --- evidence pairs -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EvidencePair:
+    sample_id: str
+    qa_index: int
+    category: int
+    a: str  # dia ids
+    b: str
+    cross_session: bool
+
+
+def stored_sessions(conv: Conversation, dia_ids: Iterable[str]) -> list[int]:
+    """The sessions with at least one stored turn (what an ingest with ``--sessions`` stored)."""
+    return sorted({s for d in dia_ids if (s := conv.session_of(d)) is not None})
+
+
+def evidence_pairs(
+    conv: Conversation, stored: set[str], categories: Iterable[int], sessions: Sequence[int] | None
+) -> list[EvidencePair]:
+    """Every pair of stored evidence turns of every question with two or more of them."""
+    out: list[EvidencePair] = []
+    for q in conv.questions(categories=categories, sessions=sessions):
+        ev = sorted(set(q.evidence) & stored)
+        for a, b in itertools.combinations(ev, 2):
+            out.append(
+                EvidencePair(conv.sample_id, q.index, q.category, a, b, conv.session_of(a) != conv.session_of(b))
+            )
+    return out
+
+
+def subsets(pairs: Sequence[EvidencePair]) -> dict[str, list[int]]:
+    """Pair indices per reported subset: all, same / cross session, each category."""
+    out: dict[str, list[int]] = {"all": list(range(len(pairs)))}
+    out["same session"] = [i for i, p in enumerate(pairs) if not p.cross_session]
+    out["cross session"] = [i for i, p in enumerate(pairs) if p.cross_session]
+    for cat in sorted({p.category for p in pairs}):
+        out[f"{cat} {CATEGORY_NAMES.get(cat, '')}".strip()] = [i for i, p in enumerate(pairs) if p.category == cat]
+    return out
+
+
+def _rates(hits: npt.NDArray[np.bool_], idx: Sequence[int]) -> float | None:
+    return float(hits[list(idx)].mean()) if idx else None
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    if a is None or b is None:
+        return None
+    if b == 0:
+        return None if a == 0 else float("inf")
+    return a / b
+
+
+# --- connectivity -----------------------------------------------------------------------------------
+
+
+@dataclass
+class _ConvGraph:
+    sample_id: str
+    dia_to_note: dict[str, str]
+    nodes: list[str]
+    llm: set[Edge]
+    turn: set[Edge]
+    knn: set[Edge]
+    pairs: list[EvidencePair]
+
+
+def _hits(adj: Mapping[str, set[str]], g: _ConvGraph) -> tuple[list[bool], list[bool]]:
+    one, two = [], []
+    for p in g.pairs:
+        h1, h2 = joined(adj, g.dia_to_note[p.a], g.dia_to_note[p.b])
+        one.append(h1)
+        two.append(h2)
+    return one, two
+
+
+def connectivity(graphs: Sequence[_ConvGraph], cfg: LinksConfig, progress: Progress | None = None) -> dict[str, Any]:
+    """Observed and baseline rates over the pooled pairs of all conversations (JSON-ready)."""
+    pairs = [p for g in graphs for p in g.pairs]
+    observed: dict[str, tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]] = {}
+    pickers: dict[str, Callable[[_ConvGraph], set[Edge]]] = {
+        "llm": lambda g: g.llm,
+        "nearest": lambda g: g.knn,
+        "turn": lambda g: g.turn,
+        "all_links": lambda g: g.llm | g.turn,
+    }
+    for name, pick in pickers.items():
+        one: list[bool] = []
+        two: list[bool] = []
+        for g in graphs:
+            h1, h2 = _hits(adjacency(g.nodes, pick(g)), g)
+            one += h1
+            two += h2
+        observed[name] = (np.asarray(one, dtype=bool), np.asarray(two, dtype=bool))
+
+    # Random graphs: sample s rewires every conversation's LLM graph once (its own seeded stream).
+    rand1 = np.zeros((cfg.samples, len(pairs)), dtype=bool)
+    rand2 = np.zeros((cfg.samples, len(pairs)), dtype=bool)
+    graph_info: dict[str, Any] = {}
+    col = 0
+    for g in graphs:
+        rng = random.Random(f"{cfg.seed}:{g.sample_id}")
+        accepted = 0
+        wanted = cfg.swaps_per_edge * len(g.llm)
+        for s in range(cfg.samples):
+            rewired, done = rewire(g.llm, rng, wanted)
+            accepted += done
+            h1, h2 = _hits(adjacency(g.nodes, rewired), g)
+            rand1[s, col : col + len(g.pairs)] = h1
+            rand2[s, col : col + len(g.pairs)] = h2
+            if progress is not None:
+                progress(f"random graphs {g.sample_id}", s + 1, cfg.samples)
+        col += len(g.pairs)
+        degrees = [len(v) for v in adjacency(g.nodes, g.llm).values()]
+        graph_info[g.sample_id] = {
+            "notes": len(g.nodes),
+            "llm_links": len(g.llm),
+            "turn_links": len(g.turn),
+            "nearest_links": len(g.knn),
+            "linked_notes": sum(1 for d in degrees if d),
+            "mean_degree": float(np.mean(degrees)) if degrees else 0.0,
+            "max_degree": max(degrees, default=0),
+            "questions": len({p.qa_index for p in g.pairs}),
+            "pairs": len(g.pairs),
+            "swaps_accepted": accepted / (wanted * cfg.samples) if wanted and cfg.samples else None,
+        }
+
+    out_subsets: dict[str, Any] = {}
+    for name, idx in subsets(pairs).items():
+        row: dict[str, Any] = {
+            "pairs": len(idx),
+            "questions": len({(pairs[i].sample_id, pairs[i].qa_index) for i in idx}),
+        }
+        for hop, k in (("hop1", 0), ("hop2", 1)):
+            for kind, arrays in observed.items():
+                row.setdefault(kind, {})[hop] = _rates(arrays[k], idx)
+            rmat = rand1 if k == 0 else rand2
+            per_sample = rmat[:, idx].mean(axis=1) if idx and cfg.samples else np.zeros(0)
+            llm_rate = row["llm"][hop]
+            row.setdefault("random", {})[hop] = (
+                {
+                    "mean": float(per_sample.mean()),
+                    "std": float(per_sample.std()),
+                    "p05": float(np.percentile(per_sample, 5)),
+                    "p95": float(np.percentile(per_sample, 95)),
+                    # one-sided: share of random graphs that join at least as many pairs (+1 smoothing)
+                    "p_value": float((np.sum(per_sample >= llm_rate) + 1) / (len(per_sample) + 1)),
+                }
+                if len(per_sample) and llm_rate is not None
+                else None
+            )
+            rnd = row["random"][hop]
+            row.setdefault("ratio", {})[hop] = _ratio(llm_rate, rnd["mean"] if rnd else None)
+        out_subsets[name] = row
+    overall = out_subsets["all"]
+    target = {
+        "ratio_required": TARGET_RATIO,
+        "hop1_ratio": overall["ratio"]["hop1"],
+        "hop2_ratio": overall["ratio"]["hop2"],
+    }
+    for hop in ("hop1", "hop2"):
+        r = target[f"{hop}_ratio"]
+        target[f"{hop}_met"] = None if r is None else r >= TARGET_RATIO
+    return {
+        "pairs": len(pairs),
+        "questions": len({(p.sample_id, p.qa_index) for p in pairs}),
+        "graphs": graph_info,
+        "subsets": out_subsets,
+        "target": target,
+    }
+
+
+# --- ablation arms ----------------------------------------------------------------------------------
+
+
+def arm_tag(tag: str, arm: str) -> str:
+    return f"{tag}.{arm}"
+
+
+def arm_note_id(arm: str, note_id: str) -> str:
+    """The id of a note's copy in an arm scope (note ids are global in the database)."""
+    nid = f"{_ARM_CODES[arm]}-{note_id}"
+    return nid if len(nid) <= 128 else f"{_ARM_CODES[arm]}-h{hashlib.sha256(note_id.encode()).hexdigest()[:40]}"
+
+
+def evolution_versions(versions: Sequence[NoteVersion], note_ids: set[str]) -> list[NoteVersion]:
+    """The versions an evolution replaced (changed by a note of the scope), oldest first; updates,
+    repairs and other changes name no note."""
+    return sorted((v for v in versions if v.changed_by in note_ids), key=lambda v: v.version)
+
+
+def arm_records(
+    records: Sequence[Mapping[str, Any]], arm: str, originals: Mapping[str, NoteVersion]
+) -> list[dict[str, Any]]:
+    """Export records of one arm: ids renamed for the arm; without links, only the turn links kept;
+    without evolution, each evolved note back to ``originals[id]`` (its values before its first
+    evolution) and its embedding dropped so that the import embeds the restored text."""
+    links_on, evolution_on = ARMS[arm]
+    out: list[dict[str, Any]] = []
+    for r in records:
+        rec = dict(r)
+        rec["id"] = arm_note_id(arm, r["id"])
+        rec["links"] = [
+            {
+                **link,
+                "target_id": arm_note_id(arm, link["target_id"]),
+                **({"caused_by": arm_note_id(arm, link["caused_by"])} if link.get("caused_by") else {}),
+            }
+            for link in r.get("links") or []
+            if links_on or is_turn_link(link)
+        ]
+        if not evolution_on and r["id"] in originals:
+            v = originals[r["id"]]
+            rec.update(context=v.context, tags=list(v.tags), keywords=list(v.keywords), version=v.version)
+            rec.pop("embedding", None)
+        out.append(rec)
+    return out
+
+
+def _note_of(record: Mapping[str, Any], scope: Scope) -> Note:
+    fields = {k: v for k, v in record.items() if k not in ("embedding", "links") and v is not None}
+    return Note.model_validate({**fields, "scope": scope})
+
+
+async def check_embeddings(
+    svc: AsyncMemoryService, records: Sequence[Mapping[str, Any]], scope: Scope, *, at_most: int = 8
+) -> float | None:
+    """Embed a few never-changed notes as the import would and compare with their stored vectors:
+    a restored note must be embedded as the ingest embedded (same embedder, same embedded text)."""
+    plain = [r for r in records if int(r.get("version") or 1) == 1 and r.get("embedding")][:at_most]
+    if not plain:
+        return None
+    variant = svc.settings.embed_text_variant
+    fresh = await svc.embedder.aembed_documents([embed_text(_note_of(r, scope), variant) for r in plain])
+    cosines = []
+    for r, v in zip(plain, fresh, strict=True):
+        a, b = np.asarray(r["embedding"], dtype=np.float64), np.asarray(v, dtype=np.float64)
+        norm = float(np.linalg.norm(a) * np.linalg.norm(b))
+        cosines.append(float(a @ b) / max(norm, 1e-12))
+    worst = min(cosines)
+    if worst < EMBEDDING_CHECK_MIN_COSINE:
+        raise InvalidInputError(
+            f"{scope}: stored embeddings differ from what this configuration makes (cosine {worst:.4f}); "
+            f"run with the embedder and GRAPHMEM_EMBED_TEXT_VARIANT of the ingest (now {variant!r}), "
+            "otherwise the restored notes of the no-evolution arms would be embedded differently"
+        )
+    return worst
+
+
+async def originals_of(
+    svc: AsyncMemoryService, records: Sequence[Mapping[str, Any]], scope: Scope
+) -> tuple[dict[str, NoteVersion], dict[str, int]]:
+    """Per evolved note, the version holding its values before its first evolution; and counts."""
+    ids = {r["id"] for r in records}
+    originals: dict[str, NoteVersion] = {}
+    evolutions = other = 0
+    for r in records:
+        if int(r.get("version") or 1) <= 1:
+            continue
+        versions = await svc.history(r["id"], scope)
+        evolved = evolution_versions(versions, ids)
+        evolutions += len(evolved)
+        other += len(versions) - len(evolved)
+        if evolved:
+            originals[r["id"]] = evolved[0]
+    return originals, {"evolved_notes": len(originals), "evolutions": evolutions, "other_versions": other}
+
+
+async def build_arms(
+    svc: AsyncMemoryService, records: Sequence[Mapping[str, Any]], conv: Conversation, cfg: LinksConfig
+) -> dict[str, Any]:
+    """(Re)build the four arm scopes of one conversation; returns what each holds."""
+    source = scope_for(cfg.reuse_tag, conv.sample_id)
+    originals, counts = await originals_of(svc, records, source)
+    info: dict[str, Any] = {**counts, "embedding_check_min_cosine": None}
+    if originals:
+        info["embedding_check_min_cosine"] = await check_embeddings(svc, records, source)
+    bq = BenchQueries(svc.store)
+    scopes = {arm: scope_for(arm_tag(cfg.reuse_tag, arm), conv.sample_id) for arm in ARMS}
+    if len(set(scopes.values())) != len(ARMS) or source in scopes.values():
+        raise InvalidInputError(f"tag {cfg.reuse_tag!r} is too long to name four arm scopes apart")
+    for arm, scope in scopes.items():
+        await bq.delete_scope(scope)  # always rebuilt: the source may have grown since
+        recs = arm_records(records, arm, originals)
+        await svc.import_notes(recs, scope)
+        stored = await svc.count(scope)
+        if stored != len(recs):
+            raise InvalidInputError(f"arm {scope}: {stored} notes stored of {len(recs)}")
+        info[arm] = {
+            "scope": str(scope),
+            "tag": arm_tag(cfg.reuse_tag, arm),
+            "notes": stored,
+            "links": sum(len(r["links"]) for r in recs),
+            "reverted": sum(1 for r in recs if "embedding" not in r),
+        }
+    return info
+
+
+def paired_bootstrap(a: Sequence[float], b: Sequence[float], reps: int, seed: int) -> dict[str, float] | None:
+    """Mean of a - b over paired questions and its 95% percentile-bootstrap interval."""
+    if not a or len(a) != len(b):
+        return None
+    diff = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    means = (
+        diff[rng.integers(0, len(diff), size=(reps, len(diff)))].mean(axis=1)
+        if reps > 0
+        else diff[None, :].mean(axis=1)
+    )
+    return {
+        "mean": float(diff.mean()),
+        "ci95_low": float(np.percentile(means, 2.5)),
+        "ci95_high": float(np.percentile(means, 97.5)),
+    }
+
+
+# --- the run ----------------------------------------------------------------------------------------
+
+
+async def run_links_eval(
+    svc: AsyncMemoryService,
+    conversations: Sequence[Conversation],
+    cfg: LinksConfig,
+    *,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Connectivity and/or the ablation over the conversations whose scope holds notes (JSON-ready)."""
+    started = time.perf_counter()
+    s = svc.settings
+    mode = cfg.mode or s.search_mode
+    k = cfg.k or s.search_k
+    graphs: list[_ConvGraph] = []
+    conv_info: dict[str, Any] = {}
+    parts: dict[str, list[Any]] = {arm: [] for arm in ARMS}
+    for conv in conversations:
+        scope = scope_for(cfg.reuse_tag, conv.sample_id)
+        records = await svc.export_notes(scope)
+        if not records:
+            conv_info[conv.sample_id] = {"scope": str(scope), "notes": 0, "skipped": "no notes in this scope"}
+            continue
+        dia_to_note: dict[str, str] = {}
+        for r in records:
+            if r.get("source_id"):
+                dia_to_note.setdefault(r["source_id"], r["id"])
+        sessions = cfg.sessions or stored_sessions(conv, dia_to_note)
+        expected = conv.dia_ids(sessions)
+        info: dict[str, Any] = {
+            "scope": str(scope),
+            "notes": len(records),
+            "sessions": sessions,
+            "turns_missing": len(expected - set(dia_to_note)),
+        }
+        conv_info[conv.sample_id] = info
+        if cfg.connectivity:
+            llm = link_edges(records, turn=False)
+            graphs.append(
+                _ConvGraph(
+                    sample_id=conv.sample_id,
+                    dia_to_note=dia_to_note,
+                    nodes=[r["id"] for r in records],
+                    llm=llm,
+                    turn=link_edges(records, turn=True),
+                    knn=nearest_neighbour_edges(records, llm),
+                    pairs=evidence_pairs(conv, set(dia_to_note) & expected, cfg.categories, sessions),
+                )
+            )
+        if cfg.ablation:
+            info["arms"] = await build_arms(svc, records, conv, cfg)
+            for arm in ARMS:
+                rcfg = RetrievalConfig(
+                    ks=(k,),
+                    modes=(mode,),
+                    sessions=sessions,
+                    categories=cfg.categories,
+                    reuse_tag=arm_tag(cfg.reuse_tag, arm),
+                    max_questions=cfg.max_questions,
+                    token_budget=cfg.token_budget,
+                )
+                accs, rinfo = await evaluate_conversation(svc, conv, rcfg, progress=progress)
+                info["arms"][arm]["questions"] = rinfo.get("questions", 0)
+                info["arms"][arm]["links_in_scope"] = rinfo.get("links_in_scope")
+                if accs:
+                    parts[arm].append(accs)
+            if cfg.drop_arms:
+                bq = BenchQueries(svc.store)
+                for arm in ARMS:
+                    await bq.delete_scope(scope_for(arm_tag(cfg.reuse_tag, arm), conv.sample_id))
+    used = [sid for sid, i in conv_info.items() if i.get("notes")]
+    if not used:
+        raise InvalidInputError(
+            f"no notes in any scope locomo-{cfg.reuse_tag}-<sample>: run `graphmem eval locomo --ingest-only "
+            f"--tag {cfg.reuse_tag}` (or pass the tag it derived) first"
+        )
+    result: dict[str, Any] = {
+        "kind": "links",
+        "config": {
+            **asdict(cfg),
+            "search_mode": mode,
+            "k": k,
+            "context_token_budget": cfg.token_budget or s.context_token_budget,
+            "links_per_hit": s.links_per_hit,
+            "embed_text_variant": s.embed_text_variant,
+            "embedder": s.embedder,
+            "follows_reason": FOLLOWS_REASON,
+        },
+        "conversations": conv_info,
+    }
+    if cfg.connectivity:
+        result["connectivity"] = connectivity(graphs, cfg, progress)
+    if cfg.ablation:
+        result["ablation"] = ablation_summary(parts, mode, k, cfg)
+    result["seconds"] = time.perf_counter() - started
+    return result
+
+
+def ablation_summary(parts: Mapping[str, list[Any]], mode: str, k: int, cfg: LinksConfig) -> dict[str, Any]:
+    merged = {arm: merge(p, (mode,), (k,)) for arm, p in parts.items()}
+    arms = {
+        arm: {"links": ARMS[arm][0], "evolution": ARMS[arm][1], **summarise(m, (k,))[mode]} for arm, m in merged.items()
+    }
+    metric = f"budget_recall@{k}"
+    full = merged["full"][mode][k]
+    deltas: dict[str, Any] = {}
+    for arm, m in merged.items():
+        if arm == "full":
+            continue
+        acc = m[mode][k]
+        deltas[arm] = {
+            "full_minus_arm": paired_bootstrap(full.budget_recall, acc.budget_recall, cfg.bootstrap, cfg.seed),
+            "by_category": {
+                str(cat): paired_bootstrap(
+                    [x for x, c in zip(full.budget_recall, full.category, strict=True) if c == cat],
+                    [x for x, c in zip(acc.budget_recall, acc.category, strict=True) if c == cat],
+                    cfg.bootstrap,
+                    cfg.seed,
+                )
+                for cat in sorted(set(full.category))
+            },
+        }
+    return {
+        "mode": mode,
+        "k": k,
+        "metric": metric,
+        "questions": len(full.recall),
+        "arms": arms,
+        "deltas": deltas,
+    }

@@ -1,0 +1,139 @@
+"""The pairwise link decision and the decision-quality evaluation through the real service and Neo4j,
+with scripted models whose answers are known."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from graphmem.evaluation.decisions import DecisionsConfig, run_decisions_eval
+from graphmem.models import LinkType
+from graphmem.service.wording import content_words
+from tests.fakes import pairwise_responder, step_of
+
+
+def shares(a: str, b: str) -> float:
+    """P(yes) of a model that links notes sharing a content word other than the speaker."""
+    speakers = {"ann", "bo"}
+    return 0.9 if (content_words(a) & content_words(b)) - speakers else 0.1
+
+
+async def test_pairwise_links_the_judged_neighbours_the_model_says_yes_to(make_service: Any, scope: Any) -> None:
+    svc, model = await make_service(
+        pairwise_responder(shares, reason=lambda a, b: "Rufus the beagle"),
+        link_decision="pairwise",
+        link_candidates=2,
+        enable_evolution=False,
+    )
+    dog = await svc.add("Ann: I adopted a beagle called Rufus.", scope)
+    await svc.add("Bo: I am learning to play the cello.", scope)
+    added = await svc.add("Ann: Rufus hates thunderstorms and hides under the bed.", scope)
+
+    assert [(lk.target_id, lk.type) for lk in added.links] == [(dog.note.id, LinkType.RELATED_TO)]
+    assert added.links[0].reason == "Rufus the beagle" and added.links[0].strength == 0.9
+    assert len(added.candidates) == 2  # the two nearest neighbours were judged, one question each
+    judged = [m for m in model.calls if step_of(m) == "related"]
+    assert len(judged) == 1 + 2  # the second note judged one neighbour, the third two
+    assert {lk.target_id for lk in await svc.links(added.note.id, scope)} == {dog.note.id}
+
+
+async def test_a_pasted_reason_is_replaced_by_the_shared_words_and_reported(make_service: Any, scope: Any) -> None:
+    svc, _ = await make_service(
+        pairwise_responder(shares, reason=lambda a, b: b),  # pastes the new note as its reason
+        link_decision="pairwise",
+        enable_evolution=False,
+    )
+    await svc.add("Ann: I adopted a beagle called Rufus.", scope)
+    added = await svc.add("Ann: Rufus hates thunderstorms and hides under the bed.", scope)
+    (link,) = added.links
+    assert link.reason == "both mention ann, rufus"
+    assert any("copies a note's text" in r for r in added.rejected)
+
+
+async def test_an_evolution_that_drifts_to_another_note_is_refused(make_service: Any, scope: Any, graph: Any) -> None:
+    def context(earlier: str, later: str) -> str:
+        if "cello" in earlier:  # the model rewrites the cello note with the dog's story: drift
+            return "Ann's dog Rufus is scared of storms and sleeps beneath her bed."
+        return "Ann adopted Rufus, a beagle who hides under the bed when thunderstorms come."
+
+    svc, _ = await make_service(
+        pairwise_responder(lambda a, b: 0.9, reason=lambda a, b: "Ann's beagle Rufus", context=context),
+        link_decision="pairwise",
+        link_candidates=2,
+    )
+    dog = await svc.add("Ann: I adopted a beagle called Rufus.", scope)
+    cello = await svc.add("Bo: I am learning to play the cello.", scope)
+    added = await svc.add("Ann: Rufus hates thunderstorms and hides under the bed.", scope)
+
+    evolved = {e.note_id: e for e in added.evolved}
+    assert dog.note.id in evolved and cello.note.id not in evolved
+    assert any(cello.note.id in r and "drift" in r for r in added.rejected)
+    stored = graph.q("MATCH (n:Note {id: $id}) RETURN n.context AS c", id=cello.note.id)[0]["c"]
+    assert stored == cello.note.context  # the cello note still says what it said
+
+
+async def test_the_decision_eval_scores_a_tiny_gold_file(make_service: Any, tmp_path: Path) -> None:
+    gold = {
+        "format": "graphmem.decisions-gold/1",
+        "conversations": [
+            {
+                "id": "tiny",
+                "turns": [
+                    {
+                        "n": 1,
+                        "time": "2024-01-01T10:00:00",
+                        "speaker": "Ann",
+                        "text": "I adopted a beagle called Rufus.",
+                        "keep": ["beagle"],
+                    },
+                    {
+                        "n": 2,
+                        "time": "2024-01-01T10:01:00",
+                        "speaker": "Bo",
+                        "text": "I am learning to play the cello.",
+                        "keep": ["cello"],
+                    },
+                    {
+                        "n": 3,
+                        "time": "2024-01-01T10:02:00",
+                        "speaker": "Ann",
+                        "text": "Rufus hates thunderstorms.",
+                        "keep": ["Rufus"],
+                    },
+                    {
+                        "n": 4,
+                        "time": "2024-01-01T10:03:00",
+                        "speaker": "Bo",
+                        "text": "My cello teacher is strict.",
+                        "keep": ["cello"],
+                    },
+                ],
+                "related": [[3, 1], [4, 2]],
+                "acceptable": [],
+                "contradicts": [],
+            }
+        ],
+    }
+    path = tmp_path / "gold.json"
+    path.write_text(json.dumps(gold))
+    # Links every judged pair: right for (3,1) and (4,2), wrong for the others it is shown.
+    svc, _ = await make_service(
+        pairwise_responder(lambda a, b: 0.8), link_decision="pairwise", link_candidates=2, enable_evolution=False
+    )
+    result = await run_decisions_eval(svc, DecisionsConfig(gold=path, run_id="t"))
+    (conv,) = result["conversations"]
+    pairs = {(lk["from"], lk["to"]) for lk in conv["link_list"]}
+    # turn 2 judged 1, turn 3 judged 2, turn 4 judged 3: its two nearest (the cello note and one other)
+    assert (3, 1) in pairs and (4, 2) in pairs and (2, 1) in pairs and len(pairs) == 5
+    wrong = len(pairs - {(3, 1), (4, 2)})
+    assert conv["links"]["precision"] == (5 - wrong) / 5
+    assert conv["links"]["recall"] == 1.0
+    assert result["overall"]["llm_calls_per_note"] > 0
+    assert await svc.count(result_scope(result, "tiny")) == 0  # the run's notes were removed
+
+
+def result_scope(result: dict[str, Any], conv: str) -> Any:
+    from graphmem.models import Scope
+
+    return Scope(user_id="eval-decisions", agent_id=conv, run_id=result["config"]["run_id"])

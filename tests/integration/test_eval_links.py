@@ -1,0 +1,237 @@
+"""`graphmem eval links` end to end on the real Neo4j: an `eval locomo` ingest of the tiny fixture with
+a scripted model whose links and evolutions are known, then connectivity (checked by hand) and the
+four ablation arms (links dropped, evolutions reverted and re-embedded)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import uuid
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import pytest_asyncio
+from langchain_core.embeddings import Embeddings
+from langchain_core.messages import AIMessage, BaseMessage
+from typer.testing import CliRunner
+
+from graphmem.config import Settings
+from graphmem.errors import InvalidInputError
+from graphmem.evaluation.links import ARMS, LinksConfig, arm_note_id, arm_tag, run_links_eval
+from graphmem.evaluation.locomo import load_locomo, note_id
+from graphmem.evaluation.qa import QAConfig, run_qa_eval
+from graphmem.evaluation.report import write_outputs
+from graphmem.evaluation.retrieval import RetrievalConfig, run_retrieval_eval, scope_for
+from graphmem.models import FOLLOWS_REASON, Scope
+from graphmem.service import AsyncMemoryService, embed_text
+from graphmem.store.bench_queries import BenchQueries
+from tests.fakes import ScriptedChatModel, amem_responder, shown_ids, step_of, tool_reply
+
+aio = pytest.mark.asyncio(loop_scope="session")
+
+FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "locomo_tiny.json"
+
+# What the scripted model decides when each turn of tiny-1 arrives (all earlier turns are shown:
+# neighbour k 20). Links: new turn -> (earlier turn, type, reason); a FOLLOWS the model proposes is
+# an LLM link. Evolutions: new turn -> (earlier turn, its new context), each faithful to its note.
+LINKS = {
+    "D1:3": [("D1:1", "SAME_TOPIC", "both about Ada's kitten Pixel")],
+    "D1:6": [("D1:2", "SAME_TOPIC", "both about Ben's hobbies")],
+    "D2:1": [("D1:5", "ELABORATES", "both about Ada's cello")],
+    "D2:2": [("D1:6", "SAME_TOPIC", "both about Ben's hobbies")],
+    "D2:3": [("D1:3", "FOLLOWS", "Pixel's mischief continues")],
+    "D2:4": [("D1:6", "ELABORATES", "both about Ben's marathon training")],
+}
+EVOLUTIONS = {
+    "D1:3": [("D1:1", "Ada adopted a grey kitten called Pixel last Sunday; Pixel is playful.")],
+    "D2:1": [("D1:5", "Ada started learning the cello in April and now plays concerts.")],
+    "D2:3": [
+        ("D1:1", "Ada adopted a grey kitten called Pixel last Sunday."),
+        ("D1:3", "Pixel loves chasing the laser pointer and is mischievous."),
+    ],
+}
+EVOLVED = {"D1:1": 2, "D1:5": 1, "D1:3": 1}  # evolutions per turn
+
+
+def scripted_responder() -> Callable[[list[BaseMessage]], AIMessage]:
+    base = amem_responder()
+    by_content = {t.content: t.dia_id for _, t in load_locomo(FIXTURE)[0].turns()}  # tiny-1; tiny-2 gets no links
+
+    def respond(messages: list[BaseMessage]) -> AIMessage:
+        if step_of(messages) != "evolve":
+            return base(messages)
+        text = str(messages[-1].content)
+        new = re.search(r"<note>(.*?)</note>", text, re.S)
+        dia = by_content.get(new.group(1)) if new else None
+        ids = shown_ids(messages)
+
+        def shown(turn: str) -> str:
+            return next(i for i in ids if i.endswith(f"-{turn}"))
+
+        links = [
+            {"target_id": shown(t), "type": ty, "reason": why, "strength": 0.8}
+            for t, ty, why in LINKS.get(dia or "", [])
+        ]
+        updates = [
+            {"note_id": shown(t), "context": ctx, "tags": ["personal", "evolved"], "keywords": None}
+            for t, ctx in EVOLUTIONS.get(dia or "", [])
+        ]
+        return tool_reply("EvolutionDecision", {"links": links, "neighbour_updates": updates})
+
+    return respond
+
+
+def _tag() -> str:
+    return f"lk{uuid.uuid4().hex[:8]}"
+
+
+def _all_scopes(tag: str) -> list[Scope]:
+    return [scope_for(t, s) for s in ("tiny-1", "tiny-2") for t in (tag, *(arm_tag(tag, a) for a in ARMS))]
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def ingested(make_service: Any, tmp_path: Path) -> AsyncIterator[tuple[AsyncMemoryService, str]]:
+    """The tiny fixture ingested by `eval locomo --ingest-only` with the scripted model; every scope
+    of the tag (source and arms) is deleted afterwards."""
+    svc, _ = await make_service(scripted_responder(), neighbour_k=20)
+    tag = _tag()
+    result = await run_qa_eval(svc, load_locomo(FIXTURE), QAConfig(tag=tag, ingest_only=True), tmp_path / "qa")
+    one = result["ingest"]["tiny-1"]
+    assert (one["added"], one["errors"], one["links"], one["evolved"]) == (11, 0, 9 + 6, 4)
+    yield svc, tag
+    for sc in _all_scopes(tag):
+        await BenchQueries(svc.store).delete_scope(sc)
+
+
+@aio
+async def test_connectivity_and_arms_on_a_scripted_ingest(
+    ingested: tuple[AsyncMemoryService, str], embedder: Embeddings, tmp_path: Path
+) -> None:
+    svc, tag = ingested
+    convs = load_locomo(FIXTURE)
+    cfg = LinksConfig(reuse_tag=tag, samples=40, seed=1)
+    result = await run_links_eval(svc, convs, cfg)
+
+    # Connectivity, by hand: pairs (D1:5, D2:1), joined by a link, and (D1:2, D2:2), two hops apart
+    # through D1:6; the turn links join neither (they stay inside a session).
+    conn = result["connectivity"]
+    assert (conn["pairs"], conn["questions"]) == (2, 2)
+    graph = conn["graphs"]["tiny-1"]
+    assert (graph["notes"], graph["llm_links"], graph["turn_links"], graph["max_degree"]) == (11, 6, 9, 3)
+    assert conn["graphs"]["tiny-2"]["llm_links"] == 0 and conn["graphs"]["tiny-2"]["pairs"] == 0
+    row = conn["subsets"]["all"]
+    assert row["llm"] == {"hop1": 0.5, "hop2": 1.0}
+    assert row["turn"] == {"hop1": 0.0, "hop2": 0.0}
+    assert row["all_links"] == {"hop1": 0.5, "hop2": 1.0}
+    for hop in ("hop1", "hop2"):
+        rnd = row["random"][hop]
+        assert 0.0 < rnd["mean"] < row["llm"][hop]
+        assert row["ratio"][hop] == pytest.approx(row["llm"][hop] / rnd["mean"])
+    assert conn["subsets"]["same session"]["pairs"] == 0 and conn["subsets"]["cross session"]["pairs"] == 2
+
+    # The arms: ids renamed, LLM links dropped where asked, evolutions reverted and re-embedded.
+    info = result["conversations"]["tiny-1"]
+    assert info["sessions"] == [1, 2] and info["turns_missing"] == 0
+    arms = info["arms"]
+    assert (arms["evolved_notes"], arms["evolutions"], arms["other_versions"]) == (3, 4, 0)
+    assert arms["embedding_check_min_cosine"] > 0.999
+    source = scope_for(tag, "tiny-1")
+    originals = {d: (await svc.history(note_id(tag, "tiny-1", d), source))[0] for d in EVOLVED}
+    evolved_now = {d: await svc.get(note_id(tag, "tiny-1", d), source) for d in EVOLVED}
+    for d, n in EVOLVED.items():
+        assert evolved_now[d].version == 1 + n
+        assert evolved_now[d].context == [c for t, cs in EVOLUTIONS.items() for x, c in cs if x == d][-1]
+    source_vectors = {r["id"]: r["embedding"] for r in await svc.export_notes(source)}
+    for arm, (links_on, evolution_on) in ARMS.items():
+        scope = scope_for(arm_tag(tag, arm), "tiny-1")
+        records = {r["source_id"]: r for r in await svc.export_notes(scope)}
+        assert len(records) == 11 and arms[arm]["notes"] == 11
+        links = [link for r in records.values() for link in r["links"]]
+        turn = [x for x in links if x["type"] == "FOLLOWS" and x["reason"] == FOLLOWS_REASON]
+        assert len(turn) == 9 and len(links) == (15 if links_on else 9), arm
+        assert all(x["target_id"].startswith(arm_note_id(arm, "")) for x in links)
+        for d in EVOLVED:
+            rec = records[d]
+            src_id = note_id(tag, "tiny-1", d)
+            if evolution_on:
+                assert rec["context"] == evolved_now[d].context
+                assert rec["embedding"] == pytest.approx(source_vectors[src_id])
+            else:  # back to the values before the first evolution, embedded from them
+                assert (rec["context"], rec["tags"], rec["keywords"]) == (
+                    originals[d].context,
+                    originals[d].tags,
+                    originals[d].keywords,
+                )
+                note = await svc.get(rec["id"], scope)
+                (fresh,) = embedder.embed_documents([embed_text(note, svc.settings.embed_text_variant)])
+                assert float(np.dot(fresh, rec["embedding"])) > 0.999
+                assert float(np.dot(source_vectors[src_id], rec["embedding"])) < 0.99
+        unevolved = records["D2:5"]
+        assert unevolved["embedding"] == pytest.approx(source_vectors[note_id(tag, "tiny-1", "D2:5")])
+
+    # The ablation table: four arms, the same questions, per category; the full arm is a faithful copy.
+    ab = result["ablation"]
+    assert list(ab["arms"]) == list(ARMS) and ab["metric"] == "budget_recall@10" and ab["questions"] == 11
+    for data in ab["arms"].values():
+        assert data["overall"]["count"] == 11 and set(data["by_category"]) == {"1", "2", "3", "4"}
+        assert 0.0 <= data["overall"]["budget_recall@10"] <= 1.0
+    assert set(ab["deltas"]) == {"no-evolution", "no-links", "neither"}
+    plain = await run_retrieval_eval(svc, convs, RetrievalConfig(ks=(10,), modes=("hybrid",), reuse_tag=tag))
+    assert ab["arms"]["full"]["overall"] == plain["modes"]["hybrid"]["overall"]
+
+    written = write_outputs(result, tmp_path)
+    md = written["markdown"].read_text()
+    assert "Evidence connectivity" in md and "| overall | 11 |" in md and "no-evolution" in md
+    assert written["plot"].stat().st_size > 1000
+    assert json.loads(written["json"].read_text())["kind"] == "links"
+
+    again = await run_links_eval(svc, convs, cfg)  # rebuilt from the source: the same numbers
+    assert again["connectivity"] == conn and again["ablation"]["arms"] == ab["arms"]
+
+
+@aio
+async def test_refuses_a_configuration_that_embeds_differently(
+    ingested: tuple[AsyncMemoryService, str], make_service: Any
+) -> None:
+    _, tag = ingested
+    other, _ = await make_service(embed_text_variant="content")
+    with pytest.raises(InvalidInputError, match="differ from what this configuration makes"):
+        await run_links_eval(other, load_locomo(FIXTURE), LinksConfig(reuse_tag=tag, samples=2))
+    with pytest.raises(InvalidInputError, match="no notes in any scope"):
+        await run_links_eval(other, load_locomo(FIXTURE), LinksConfig(reuse_tag=_tag(), samples=2))
+
+
+def test_cli_links(settings: Settings, embedder: Embeddings, tmp_path: Path) -> None:
+    from graphmem.interfaces.cli import app
+
+    tag = _tag()
+
+    async def ingest() -> None:
+        model = ScriptedChatModel(scripted_responder())
+        s = settings.model_copy(update={"neighbour_k": 20})
+        async with await AsyncMemoryService.create(s, chat_model=model, embedder=embedder) as svc:
+            await run_qa_eval(svc, load_locomo(FIXTURE)[:1], QAConfig(tag=tag, ingest_only=True), tmp_path / "qa")
+
+    async def cleanup() -> None:
+        async with await AsyncMemoryService.create(settings, embedder=embedder) as svc:
+            for sc in _all_scopes(tag):
+                await BenchQueries(svc.store).delete_scope(sc)
+
+    asyncio.run(ingest())
+    try:
+        out = tmp_path / "links"
+        args = ["eval", "links", "--data", str(FIXTURE), "--reuse-tag", tag, "--samples", "5", "--out", str(out)]
+        res = CliRunner().invoke(app, [*args, "--drop-arms", "--json"])
+        assert res.exit_code == 0, res.output
+        data = json.loads(res.stdout[res.stdout.index("{\n") :])
+        assert data["connectivity"]["subsets"]["all"]["llm"] == {"hop1": 0.5, "hop2": 1.0}
+        assert data["conversations"]["tiny-2"]["skipped"] == "no notes in this scope"
+        assert {"links.json", "links.md", "links.png"} <= {p.name for p in out.iterdir()}
+        res = CliRunner().invoke(app, [*args, "--no-connectivity", "--no-ablation"])
+        assert res.exit_code != 0
+    finally:
+        asyncio.run(cleanup())
