@@ -1,4 +1,5 @@
-// Schema bootstrap: constraint first, then indexes. Idempotent (IF NOT EXISTS). No params.
+// Schema bootstrap: constraint first, then indexes. Idempotent (IF NOT EXISTS).
+// Params: $analyzer - the full-text index's Lucene analyzer (graphmem.store.schema.FULLTEXT_ANALYZER).
 // The vector index differs by server line: schema/vector_index_create(.2026).cypher, run after these.
 // Note ids are unique per scope, not across scopes: another scope's ids can be neither refused nor
 // revealed (issue 16). Databases made before hold note_id_unique on n.id: schema/scoped_ids drops it.
@@ -6,7 +7,7 @@ CREATE CONSTRAINT note_scope_id_unique IF NOT EXISTS
 FOR (n:Note) REQUIRE (n.id, n.user_id, n.agent_id, n.run_id) IS UNIQUE;
 CREATE CONSTRAINT note_version_uid_unique IF NOT EXISTS FOR (v:NoteVersion) REQUIRE v.uid IS UNIQUE;
 CREATE FULLTEXT INDEX note_text IF NOT EXISTS FOR (n:Note) ON EACH [n.content, n.context, n.keywords, n.tags]
-OPTIONS {indexConfig: {`fulltext.analyzer`: 'english'}};
+OPTIONS {indexConfig: {`fulltext.analyzer`: $analyzer}};
 CREATE INDEX note_scope IF NOT EXISTS FOR (n:Note) ON (n.user_id, n.agent_id, n.run_id);
 CREATE INDEX note_user IF NOT EXISTS FOR (n:Note) ON (n.user_id);
 CREATE INDEX note_agent IF NOT EXISTS FOR (n:Note) ON (n.agent_id);

@@ -110,6 +110,13 @@ class Settings(BaseSettings):
     search_k: int = Field(10, ge=1, le=LIMITS.k_max)
     search_mode: SearchMode = SearchMode.HYBRID
     links_per_hit: int = Field(3, ge=0, le=50)
+    # A pool that does not depend on k makes the results for different k nest (budget recall monotone).
+    search_pool: int = Field(
+        40, ge=1, le=1000, description="links/hybrid: vector candidates ranked before the cut (full-text: a quarter)"
+    )
+    fulltext_weight: float = Field(
+        0.3, ge=0.0, le=10.0, description="hybrid: cosine points the best full-text match gains"
+    )
     over_fetch_ratio: int = Field(4, ge=1, le=100)
     in_index_over_fetch: int = Field(3, ge=1, le=100)
     exact_scan_max_notes: int = Field(2000, ge=0, le=1_000_000)

@@ -161,7 +161,7 @@ class SearchMode(StrEnum):
 
     VECTOR  HNSW top-k by cosine inside the scope
     LINKS   vector, + one hop along typed links from each hit
-    HYBRID  vector fused with full-text by reciprocal rank, + one hop (the default)
+    HYBRID  vector fused with full-text by score (cosine + bounded BM25 boost), + one hop (the default)
     """
 
     VECTOR = "vector"
@@ -308,7 +308,7 @@ class LinkedVia(BaseModel):
 
 class SearchHit(BaseModel):
     note: Note
-    score: float  # plain cosine for vector hits; fused RRF score for hybrid
+    score: float  # cosine for vector hits; cosine + full-text boost for hybrid; parent x strength for links
     found_by: list[HitSource]
     linked_via: list[LinkedVia] = Field(default_factory=list)
     links: list[Link] = Field(default_factory=list)
@@ -548,6 +548,15 @@ class LinkedNote:
     from_id: str
     via: LinkedVia
     note: Note
+
+
+@dataclass(frozen=True)
+class TextMatch:
+    """A full-text hit: its BM25 score and, when the search was given the query's vector, its cosine."""
+
+    note: Note
+    score: float
+    cosine: float | None = None
 
 
 # --- versions: history diffs, rollback, undo of an add ------------------------------------------

@@ -32,6 +32,7 @@ from graphmem.models import (
     SearchFilters,
     SessionInfo,
     StoredMessage,
+    TextMatch,
     UndoOutcome,
     UndoWrite,
 )
@@ -175,8 +176,18 @@ class NoteStore(Protocol):
         ...
 
     async def fulltext_search(
-        self, text: str, scope: Scope, k: int, *, filters: SearchFilters | None = None, over_fetch: int = 4
-    ) -> list[tuple[Note, float]]: ...
+        self,
+        text: str,
+        scope: Scope,
+        k: int,
+        *,
+        filters: SearchFilters | None = None,
+        over_fetch: int = 4,
+        embedding: Sequence[float] | None = None,
+    ) -> list[TextMatch]:
+        """Top-k by BM25 over the query's content words (stop words dropped); with ``embedding``,
+        each match also carries its cosine to it."""
+        ...
 
     async def expand_links(
         self, ids: Sequence[str], scope: Scope, per_hit: int, exclude_ids: Sequence[str]

@@ -2,7 +2,8 @@
 // search/expand_links.cypher in one round trip (the "links" and "hybrid" modes). SEARCH cannot carry a
 // relationship pattern (42I70), so the hop runs in a subquery per hit. The hop runs only once the
 // top-k is final (enough hits, or the index has no more in this scope); otherwise the caller grows
-// $fetch_k and asks again. See search/vector_links.cypher for the rest.
+// $fetch_k and asks again. A hop may reach another hit (never an excluded id): the service then ranks
+// that hit at the better of its own and its parent's score. See search/vector_links.cypher for the rest.
 // Params: $embedding, $fetch_k, $k, scope, $exclude_ids, $tags_any, $category, $since, $until, $per_hit.
 // Returns one row per kept hit: fetched, cosine, note, linked (its hop: list of {from_id, type, reason,
 // strength, note}); when none is kept, one row with a null note.
@@ -22,7 +23,7 @@ WITH size(rows) AS fetched, [r IN rows WHERE
   AND ($until IS NULL OR r.node.event_time <= $until)][0..$k] AS kept
 UNWIND CASE WHEN size(kept) = 0 THEN [null] ELSE kept END AS r
 CALL (r, kept, fetched) {
-  WITH r, [x IN kept | x.node.id] + $exclude_ids AS skip
+  WITH r, $exclude_ids AS skip
   WHERE r IS NOT NULL AND (size(kept) >= $k OR fetched < $fetch_k)
   WITH r.node AS h, skip
   MATCH (h)-[l:RELATED_TO|SUPPORTS|CONTRADICTS|ELABORATES|FOLLOWS|SAME_TOPIC]-(m:Note)

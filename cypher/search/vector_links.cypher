@@ -1,6 +1,7 @@
 // search/vector.cypher and search/expand_links.cypher in one round trip (the "links" and "hybrid" modes):
 // approximate top-k by cosine within one scope, then one hop along typed links (either direction) from
-// each hit, bounded per hit, same scope only, never to another hit or to an excluded id.
+// each hit, bounded per hit, same scope only, never to an excluded id. A hop may reach another hit:
+// the service then ranks that hit at the better of its own and its parent's score.
 // The hop runs only once the top-k is final (enough hits, or the index has no more): otherwise the
 // caller grows $fetch_k and asks again, so no expansion is wasted on a partial top-k.
 // Neo4j reports cosine as (1 + cos) / 2: converted here. Temporals come back as ISO-8601 strings (see
@@ -20,7 +21,7 @@ WITH size(rows) AS fetched, [r IN rows WHERE
   AND ($until IS NULL OR r.node.event_time <= $until)][0..$k] AS kept
 UNWIND CASE WHEN size(kept) = 0 THEN [null] ELSE kept END AS r
 CALL (r, kept, fetched) {
-  WITH r, [x IN kept | x.node.id] + $exclude_ids AS skip
+  WITH r, $exclude_ids AS skip
   WHERE r IS NOT NULL AND (size(kept) >= $k OR fetched < $fetch_k)
   WITH r.node AS h, skip
   MATCH (h)-[l:RELATED_TO|SUPPORTS|CONTRADICTS|ELABORATES|FOLLOWS|SAME_TOPIC]-(m:Note)

@@ -5,7 +5,7 @@ add:    construct (validate; LLM: keywords, context, tags; embed)        -> cons
            proposals validated into an EvolutionPlan)                     -> evolve.py
         -> re-embed evolved neighbours -> ONE write transaction (note, typed links, neighbour
            versions and updates).
-search: vector top-k in scope, + one hop along typed links, optionally fused with full-text (RRF)
+search: vector top-k in scope, + one hop along typed links, optionally fused with full-text (by score)
                                                                           -> retrieve.py
 ask:    search -> context within a token budget -> answer (LLM)          -> context.py
 
@@ -749,7 +749,7 @@ class AsyncMemoryService:
         """Top-k notes of the scope for a query; each hit says how it was found.
 
         mode: ``SearchMode`` or its value: "vector" (HNSW), "links" (vector + one hop along typed
-        links), "hybrid" (vector fused with full-text by reciprocal rank, + links; the default).
+        links), "hybrid" (vector fused with full-text by score, + links; the default).
         ``query_embedding`` skips embedding the query (benchmarks); ``usage`` collects the time.
         """
         k = check_bound(self.settings.search_k if k is None else k, 1, LIMITS.k_max, "k")
@@ -776,6 +776,8 @@ class AsyncMemoryService:
                 filters=filters,
                 over_fetch=self.settings.over_fetch_ratio,
                 per_hit=self.settings.links_per_hit,
+                pool=self.settings.search_pool,
+                text_weight=self.settings.fulltext_weight,
             )
         usage.store_seconds += time.perf_counter() - t0
         if hits:

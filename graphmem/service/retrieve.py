@@ -2,7 +2,12 @@
 
 vector  HNSW top-k in the scope;
 links   vector + one hop along typed links (one round trip: the hop runs inside the vector query);
-hybrid  vector and full-text at once, fused by reciprocal rank, + one hop.
+hybrid  vector and full-text at once, fused by score (cosine + a bounded full-text boost), + one hop.
+
+links and hybrid rank a pool of candidates that does not depend on k (``pool`` >= k): the hits by their
+score, the notes their links reach by parent score x link strength, all in one order; the result is
+that order down to the (k+1)-th best hit. So the list for k is a prefix of the list for k + 1, and ``ask``'s
+budget, which keeps notes in rank order, never loses a note when k grows.
 """
 
 from __future__ import annotations
@@ -11,57 +16,85 @@ import asyncio
 from collections.abc import Sequence
 from typing import Literal
 
-from graphmem.models import LinkedNote, Note, Scope, SearchFilters, SearchHit, SearchMode
+from graphmem.models import LinkedNote, Note, Scope, SearchFilters, SearchHit, SearchMode, TextMatch
 from graphmem.ports import NoteStore
 
-RRF_K = 60  # the usual reciprocal-rank-fusion constant: a rank's weight is 1 / (RRF_K + rank)
+# Hybrid's default weight of the full-text leg, in cosine points: the best BM25 match of a query
+# gains this much, the others in proportion to their BM25. Tuned on the LoCoMo dev subset (see
+# docs/evaluation.md); a note the words match can outrank a note only by less than this.
+TEXT_WEIGHT = 0.3
+# Vector candidates scored before the cut (at least k; full-text: a quarter): fixed, so that the
+# rankings for different k nest.
+RANK_POOL = 40
+# A linked note's score: parent score x link strength x this.
+LINK_WEIGHT = 1.0
 
 
 def as_hits(found: Sequence[tuple[Note, float]], source: Literal["vector", "fulltext"]) -> list[SearchHit]:
     return [SearchHit(note=n, score=s, found_by=[source]) for n, s in found]
 
 
-def rrf(a: Sequence[SearchHit], b: Sequence[SearchHit], k: int) -> list[SearchHit]:
-    """Reciprocal rank fusion of two rankings, top k: scores of different scales are fused by rank,
-    not by value. A note in both keeps both sources in ``found_by``."""
-    fused: dict[str, SearchHit] = {}
-    scores: dict[str, float] = {}
-    for ranked in (a, b):
-        for rank, hit in enumerate(ranked):
-            nid = hit.note.id
-            scores[nid] = scores.get(nid, 0.0) + 1.0 / (RRF_K + rank + 1)
-            if nid in fused:
-                fused[nid].found_by = sorted(set(fused[nid].found_by) | set(hit.found_by))
-            else:
-                fused[nid] = hit.model_copy()
-    ordered = sorted(fused.values(), key=lambda h: scores[h.note.id], reverse=True)[:k]
-    for h in ordered:
-        h.score = scores[h.note.id]
-    return ordered
+def fuse(vector: Sequence[tuple[Note, float]], text: Sequence[TextMatch], weight: float) -> list[SearchHit]:
+    """Vector and full-text hits by one score: cosine + ``weight`` x BM25 / (the query's best BM25).
+
+    Reciprocal rank fusion gave the full-text ranking the vector ranking's weight, so a note that
+    only shared common words with the query could bury the semantic best; here words lift a note
+    by at most ``weight``, and a match only the words found competes with its own cosine (one
+    without a cosine cannot be placed and is left out). A note in both keeps both sources.
+    """
+    hits: dict[str, SearchHit] = {n.id: SearchHit(note=n, score=s, found_by=["vector"]) for n, s in vector}
+    best = max((m.score for m in text), default=0.0)
+    for m in text:
+        boost = weight * m.score / best if best > 0 else 0.0
+        hit = hits.get(m.note.id)
+        if hit is not None:
+            hit.score += boost
+            hit.found_by = ["fulltext", "vector"]
+        elif m.cosine is not None:
+            hits[m.note.id] = SearchHit(note=m.note, score=m.cosine + boost, found_by=["fulltext"])
+    return sorted(hits.values(), key=lambda h: (-h.score, h.note.id))
 
 
-def attach_links(hits: Sequence[SearchHit], linked: Sequence[LinkedNote]) -> list[SearchHit]:
-    """Each hit followed by its linked notes: deduplicated, scored as parent score x link strength."""
-    by_parent: dict[str, list[SearchHit]] = {}
-    seen: dict[str, SearchHit] = {}
+def rank_with_links(
+    hits: Sequence[SearchHit], linked: Sequence[LinkedNote], k: int, *, link_weight: float = 1.0
+) -> list[SearchHit]:
+    """Hits and the notes linked to them in one order by score, down to the (k+1)-th best hit.
+
+    A linked note scores its parent's score x the link's strength x ``link_weight`` (the best over
+    its paths) and
+    competes on that score with every hit: it precedes the hits it outscores, wherever its parent
+    stands. A hit reached by a link too keeps the higher of its two scores. The cut: everything
+    that scores above the (k+1)-th hit's own score (all when there are at most k hits), so the k
+    best hits, their linked notes that outrank the next hit, and lower hits a link lifted.
+    """
+    scored: dict[str, SearchHit] = {h.note.id: h.model_copy() for h in hits}
     parent_score = {h.note.id: h.score for h in hits}
+    lifted: set[str] = set()  # notes whose score is a link's: at a tie they follow their parent
     for ln in linked:
-        if ln.note.id in seen:
-            seen[ln.note.id].linked_via.append(ln.via)
+        if ln.from_id not in parent_score:
             continue
-        hit = SearchHit(
-            note=ln.note,
-            score=parent_score[ln.from_id] * ln.via.strength,
-            found_by=["link"],
-            linked_via=[ln.via],
-        )
-        seen[ln.note.id] = hit
-        by_parent.setdefault(ln.from_id, []).append(hit)
-    out: list[SearchHit] = []
-    for h in hits:
-        out.append(h)
-        out.extend(by_parent.get(h.note.id, []))
-    return out
+        score = parent_score[ln.from_id] * ln.via.strength * link_weight
+        hit = scored.get(ln.note.id)
+        if hit is None:
+            scored[ln.note.id] = SearchHit(note=ln.note, score=score, found_by=["link"], linked_via=[ln.via])
+            lifted.add(ln.note.id)
+            continue
+        hit.linked_via = [*hit.linked_via, ln.via]
+        if "link" not in hit.found_by:
+            hit.found_by = sorted({*hit.found_by, "link"})
+        if score > hit.score:
+            hit.score = score
+            lifted.add(ln.note.id)
+
+    def key(h: SearchHit) -> tuple[float, bool, str]:
+        return (-h.score, h.note.id in lifted, h.note.id)
+
+    ordered = sorted(scored.values(), key=key)
+    own = sorted(hits, key=lambda h: (-h.score, h.note.id))
+    if len(own) <= k:
+        return ordered
+    stop = (-own[k].score, False, own[k].note.id)
+    return [h for h in ordered if key(h) < stop]
 
 
 async def retrieve(
@@ -75,22 +108,27 @@ async def retrieve(
     filters: SearchFilters | None,
     over_fetch: int,
     per_hit: int,
+    pool: int = RANK_POOL,
+    text_weight: float = TEXT_WEIGHT,
+    link_weight: float = LINK_WEIGHT,
 ) -> list[SearchHit]:
     """The hits of one search (inputs already validated)."""
-    if mode == SearchMode.LINKS and per_hit > 0:  # one round trip: the hop runs inside the vector query
+    if mode == SearchMode.VECTOR or (mode == SearchMode.LINKS and per_hit <= 0):
+        return as_hits(await store.vector_search(embedding, scope, k, filters=filters, over_fetch=over_fetch), "vector")
+    size = max(k, pool)
+    if mode == SearchMode.LINKS:  # one round trip: the hop runs inside the vector query
         found, linked = await store.vector_search_linked(
-            embedding, scope, k, per_hit, filters=filters, over_fetch=over_fetch
+            embedding, scope, size, per_hit, filters=filters, over_fetch=over_fetch
         )
-        return attach_links(as_hits(found, "vector"), linked)
-    vector_search = store.vector_search(embedding, scope, k, filters=filters, over_fetch=over_fetch)
-    if mode == SearchMode.HYBRID:  # both queries at once: Neo4j serves them on two threads
-        vector_hits, text_hits = await asyncio.gather(
-            vector_search, store.fulltext_search(query, scope, k, filters=filters)
-        )
-        hits = rrf(as_hits(vector_hits, "vector"), as_hits(text_hits, "fulltext"), k)
-    else:
-        hits = as_hits(await vector_search, "vector")
-    if mode != SearchMode.VECTOR and per_hit > 0:
-        ids = [h.note.id for h in hits]
-        hits = attach_links(hits, await store.expand_links(ids, scope, per_hit, exclude_ids=ids))
-    return hits
+        return rank_with_links(as_hits(found, "vector"), linked, k, link_weight=link_weight)
+    # hybrid: both queries at once (Neo4j serves them on two threads). The full-text leg is a quarter
+    # of the pool whatever k is: its deeper matches cost recall on LoCoMo, and a leg that grew with k
+    # would change the ranking of the first candidates (the lists must nest across k).
+    vector_hits, text_hits = await asyncio.gather(
+        store.vector_search(embedding, scope, size, filters=filters, over_fetch=over_fetch),
+        store.fulltext_search(query, scope, max(1, pool // 4), filters=filters, embedding=embedding),
+    )
+    hits = fuse(vector_hits, text_hits, text_weight)
+    # Links may reach other hits: a hit's neighbour deep in the pool rises to its parent's score.
+    linked = await store.expand_links([h.note.id for h in hits], scope, per_hit, exclude_ids=[]) if per_hit > 0 else []
+    return rank_with_links(hits, linked, k, link_weight=link_weight)

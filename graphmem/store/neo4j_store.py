@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -43,12 +42,14 @@ from graphmem.models import (
     Restore,
     Scope,
     SearchFilters,
+    TextMatch,
     UndoOutcome,
     UndoWrite,
     utcnow,
 )
 from graphmem.queries import Query
 from graphmem.store.errors import Target, retryable, translate_errors
+from graphmem.store.fulltext import lucene_query
 from graphmem.store.records import (
     content_sha,
     evolution_from_record,
@@ -68,23 +69,12 @@ T = TypeVar("T")
 Rows = list[dict[str, Any]]
 QueryTable = Callable[[queries.QueryLine], Mapping[str, Query]]
 
-# Lucene special characters, escaped in user text before it reaches the full-text index.
-_LUCENE_SPECIAL = re.compile(r'([+\-&|!(){}\[\]^"~*?:\\/])')
-_WORD = re.compile(r"\w+", re.UNICODE)
 _MAX_FETCH = 4096  # above this, the exact in-scope scan is cheaper than a bigger ANN over-fetch
 IN_INDEX_OVER_FETCH = 3  # 2026: SEARCH's LIMIT as a multiple of k (recall@10 >= 0.99 at 100k, docs/neo4j-2026.md)
 EXACT_SCAN_MAX = 2000  # 5.26: a scope this small is scanned exactly once the first over-fetch came back short
 _MAX_FETCH_TEXT = 65536  # full-text rows fetched at most to find k of one scope
 _YIELD_EVERY = 32  # records mapped between two yields to the event loop (a few ms of work)
 _READ_RETRY_S = 5.0  # as long as the driver retries managed transactions (max_transaction_retry_time)
-
-
-def lucene_query(text: str, max_terms: int = 32) -> str | None:
-    """OR of escaped words: user text never reaches Lucene's query syntax unescaped."""
-    words = _WORD.findall(text)[:max_terms]
-    if not words:
-        return None
-    return " OR ".join(_LUCENE_SPECIAL.sub(r"\\\1", w) for w in words)
 
 
 class Neo4jNoteStore:
@@ -257,6 +247,11 @@ class Neo4jNoteStore:
     async def vector_index_info(self) -> dict[str, Any] | None:
         """state, dimensions, properties, provider, quantization of the notes' vector index (None: none)."""
         rows = await self.run("schema/vector_index", name="note_embedding")
+        return rows[0] if rows else None
+
+    async def fulltext_index_info(self) -> dict[str, Any] | None:
+        """The full-text index's analyzer and state (None: no such index)."""
+        rows = await self.run("schema/fulltext_index", name="note_text")
         return rows[0] if rows else None
 
     # --- writes ---------------------------------------------------------------------------------
@@ -670,19 +665,33 @@ class Neo4jNoteStore:
         rows = await self.run_auto("search/vector_exact", **base)
         notes = await mapped(rows, _scored("cosine"))
         ids = [n.id for n, _ in notes]
-        return notes, await self.expand_links(ids, scope, per_hit, exclude_ids=ids)
+        return notes, await self.expand_links(ids, scope, per_hit, exclude_ids=[])
 
     async def fulltext_search(
-        self, text: str, scope: Scope, k: int, *, filters: SearchFilters | None = None, over_fetch: int = 4
-    ) -> list[tuple[Note, float]]:
+        self,
+        text: str,
+        scope: Scope,
+        k: int,
+        *,
+        filters: SearchFilters | None = None,
+        over_fetch: int = 4,
+        embedding: Sequence[float] | None = None,
+    ) -> list[TextMatch]:
         lucene = lucene_query(text)
         if lucene is None or k <= 0:
             return []
         fetch_k = k * over_fetch * 4
+        vector = list(embedding) if embedding is not None else None
         while True:
             try:
                 rows = await self.run_auto(
-                    "search/fulltext", lucene=lucene, fetch_k=fetch_k, k=k, **scope.params(), **filter_params(filters)
+                    "search/fulltext",
+                    lucene=lucene,
+                    fetch_k=fetch_k,
+                    k=k,
+                    embedding=vector,
+                    **scope.params(),
+                    **filter_params(filters),
                 )
             except ClientError as exc:  # a query Lucene still cannot parse: no full-text hits, not a crash
                 log.warning("full-text query rejected: %s", exc.code)
@@ -691,7 +700,7 @@ class Neo4jNoteStore:
             # Enough hits, the index has no more matches, or so many other-scope matches that a
             # bigger fetch costs more than the hits are worth (vector search still covers the scope).
             if len(hits) >= k or fetched < fetch_k or fetch_k >= _MAX_FETCH_TEXT:
-                return await mapped(hits, _scored("score"))
+                return await mapped(hits, _text_match)
             fetch_k *= 4
 
     async def expand_links(
@@ -735,6 +744,11 @@ def _hit_rows(rows: Rows, score: str) -> tuple[int, Rows]:
 
 def _scored(key: str) -> Callable[[dict[str, Any]], tuple[Note, float]]:
     return lambda row: (note_from_record(row["note"]), float(row[key]))
+
+
+def _text_match(row: dict[str, Any]) -> TextMatch:
+    cosine = row["cosine"]
+    return TextMatch(note_from_record(row["note"]), float(row["score"]), None if cosine is None else float(cosine))
 
 
 def _written(links: Sequence[Link], rows: Rows, now: Any, caused_by: str) -> list[Link]:

@@ -17,6 +17,10 @@ log = logging.getLogger(__name__)
 MIGRATIONS = ("schema/scoped_ids",)  # note ids unique per scope, not across scopes (issue 16)
 SCOPE_PROPERTIES = ("user_id", "agent_id", "run_id")  # what the 2026 index declares with WITH
 MIGRATE_COMMAND = "graphmem migrate-index"
+# The full-text index's analyzer. Every built-in English analyzer of Neo4j 5.26 and 2026 stops the
+# same 33 words (Lucene's list), which keeps "I", "my", "do", "what"; the query side drops a fuller
+# stop list (graphmem.store.fulltext). An index made with another analyzer is dropped and rebuilt.
+FULLTEXT_ANALYZER = "english"
 
 
 def needs_migration(line: str | None, info: dict[str, Any] | None) -> bool:
@@ -46,6 +50,9 @@ async def bootstrap_schema(
     instead of silently mixing vectors of two embedders, and on a 2026 server whose vector index
     lacks the scope properties, naming the command that migrates it (``migrate=True`` migrates:
     the index is rebuilt, during which vector search has no index, so it is never implicit).
+
+    A full-text index made with another analyzer than ``FULLTEXT_ANALYZER`` is dropped and
+    created again (its population runs in the background; the wait below covers it).
     """
     server = await store.server()  # the line decides which vector index file runs
     info = await store.vector_index_info()
@@ -60,7 +67,14 @@ async def bootstrap_schema(
                 f"unavailable while it rebuilds), or use a 5.26 server"
             )
         await migrate_vector_index(store, dimensions, await_seconds=await_seconds)
-    available = {"dimensions": dimensions}
+    text_index = await store.fulltext_index_info()
+    if text_index is not None and text_index["analyzer"] != FULLTEXT_ANALYZER:
+        # An index's analyzer cannot change in place; the CREATE below rebuilds it from the notes.
+        log.warning(
+            "rebuilding full-text index 'note_text': analyzer %s -> %s", text_index["analyzer"], FULLTEXT_ANALYZER
+        )
+        await store.run_schema(store.query("schema/drop_fulltext_index"))
+    available: dict[str, object] = {"dimensions": dimensions, "analyzer": FULLTEXT_ANALYZER}
     for statement in store.statements("schema"):
         await store.run_schema(statement, **{p: available[p] for p in statement.params})
     # Migrations of databases made by earlier versions, after the schema they move to exists.

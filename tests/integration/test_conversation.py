@@ -94,7 +94,7 @@ async def test_search_brings_the_turns_around_a_hit_and_ask_writes_them_dated(ma
     found = [h.note.id for h in hits]
     # The question's words are in t1; the answer is in the next turn, reached through FOLLOWS.
     assert found[0] == "t1" and "t2" in found
-    assert any(h.found_by == ["link"] and h.linked_via[0].type == LinkType.FOLLOWS for h in hits)
+    assert any("link" in h.found_by and h.linked_via[0].type == LinkType.FOLLOWS for h in hits)
 
     res = await svc.ask("What does Pixel eat?", scope, k=1)
     prompt = str([m for m in model.calls if step_of(m) == "answer"][-1][-1].content)
@@ -156,7 +156,7 @@ async def test_full_text_finds_this_scope_when_other_scopes_flood_the_index(
             scope,
         )
         hits = await svc.store.fulltext_search("kitten salmon", scope, k=5)
-        assert sorted(n.id for n, _ in hits) == ["mine-0", "mine-1", "mine-2"]
-        assert all(n.scope == scope for n, _ in hits)
+        assert sorted(m.note.id for m in hits) == ["mine-0", "mine-1", "mine-2"]
+        assert all(m.note.scope == scope for m in hits)
     finally:
         graph.q("MATCH (n:Note {user_id: $u, agent_id: 'crowd'}) DETACH DELETE n", u=scope.user_id)

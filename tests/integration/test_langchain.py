@@ -74,7 +74,7 @@ async def test_retriever_documents_and_per_call_options(scope: Scope, make_servi
     wide = retriever.model_copy(update={"include_links": True})
     linked = await wide.ainvoke("pottery bowls market", mode="links")  # per-call override
     assert [d.id for d in linked] == [second.note.id, first.note.id]
-    assert linked[1].metadata["found_by"] == ["link"]
+    assert "link" in linked[1].metadata["found_by"]  # also a (lower) vector hit of the ranking pool
     assert linked[1].metadata["linked_via"][0]["type"] == "SUPPORTS"
     assert linked[1].metadata["event_time"].startswith("2023-05-08")
 

@@ -12,7 +12,7 @@ from graphmem.config import Settings
 from graphmem.errors import SchemaMismatchError
 from graphmem.models import Scope
 from graphmem.store.neo4j_store import Neo4jNoteStore
-from graphmem.store.schema import bootstrap_schema
+from graphmem.store.schema import FULLTEXT_ANALYZER, bootstrap_schema
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -43,6 +43,24 @@ async def test_bootstrap_creates_everything_and_is_idempotent(settings: Settings
         "RETURN options.indexConfig['vector.dimensions'] AS d, options.indexConfig['vector.similarity_function'] AS f"
     )
     assert dims[0]["d"] == 384 and dims[0]["f"].lower() == "cosine"
+
+
+async def test_a_full_text_index_with_another_analyzer_is_rebuilt(settings: Settings, graph: Any) -> None:
+    """The migration: an index made with another analyzer (e.g. by an older graphmem) is dropped and
+    created again with FULLTEXT_ANALYZER, and finds the notes it held."""
+    store = Neo4jNoteStore.from_settings(settings)
+    try:
+        graph.q("DROP INDEX note_text IF EXISTS")
+        graph.q(
+            "CREATE FULLTEXT INDEX note_text FOR (n:Note) ON EACH [n.content, n.context, n.keywords, n.tags] "
+            "OPTIONS {indexConfig: {`fulltext.analyzer`: 'simple'}}"
+        )
+        assert (await store.fulltext_index_info() or {}).get("analyzer") == "simple"
+        await bootstrap_schema(store, 384)
+        info = await store.fulltext_index_info()
+    finally:
+        await store.close()
+    assert info == {"analyzer": FULLTEXT_ANALYZER, "state": "ONLINE"}
 
 
 async def test_other_dimensions_fail_clearly(settings: Settings) -> None:

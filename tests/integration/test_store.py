@@ -255,7 +255,7 @@ async def test_every_note_query_projects_the_same_keys(
         assert rows[0]["linked"], "the FOLLOWS link gives one hop to project"
         text = {k: v for k, v in search.items() if k not in ("embedding", "exclude_ids")}
         projections["search/fulltext"] = [
-            h["note"] for h in await run("search/fulltext", lucene="violin", fetch_k=50, **text)
+            h["note"] for h in await run("search/fulltext", lucene="violin", fetch_k=50, embedding=None, **text)
         ]
         projections["search/expand_links"] = [
             r["note"]

@@ -1,0 +1,76 @@
+"""The default (hybrid) search ranks by meaning: common words shared with the question do not
+outrank the note that answers it (issue 14). Real MiniLM vectors, real Neo4j full-text index."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from graphmem.models import NoteInput, Scope
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+# Each case: five first-person notes of one user (the answer first) and a question. The other four
+# say "I", "my", "do", "have", "what" more often than the answer does.
+CASES = [
+    (
+        "What kind of dog do I have?",
+        [
+            "My beagle Biscuit loves chasing squirrels in the park.",
+            "I have a meeting with my manager every Monday and I have to prepare the slides.",
+            "I do yoga before work because I have a bad back and I do not sleep well.",
+            "I have two sisters and I do visit them whenever I have a free weekend.",
+            "What I like about my job is that I do something different every day I have it.",
+        ],
+    ),
+    (
+        "Which instrument do I play?",
+        [
+            "Cello lessons every Thursday evening, and the teacher says my bowing is getting better.",
+            "I do my groceries on Saturday, and I do them early so I can have the afternoon.",
+            "Which of my friends do I call first? I do not know, I have too many.",
+            "I have to do my taxes before April, which I do every year at the last minute.",
+            "Do I have time for a holiday? I do hope so, I have not had one since 2021.",
+        ],
+    ),
+    (
+        "Where do I work?",
+        [
+            "My job: night-shift nurse at St Mary's hospital since last spring.",
+            "Where do I put my keys? I do always lose them, I do.",
+            "I do like to cook where I can, and I do it with what I have.",
+            "I do run on Sundays where the river is, when I have the energy.",
+            "Do I want a bigger flat? I do, where I live now I have no room.",
+        ],
+    ),
+    (
+        "What is my favourite food?",
+        [
+            "Ramen with extra chashu is the food I love most, above all on a cold evening.",
+            "What is my plan for the week? My plan is to rest, that is my favourite plan.",
+            "My sister is my favourite person, and what she says is what I do.",
+            "What is the best time for my run? My favourite is early morning.",
+            "My favourite colour is green and my car is green, which is what I like.",
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(("question", "notes"), CASES, ids=[c[0] for c in CASES])
+async def test_first_person_question_ranks_the_answer_first(
+    make_service: Any, scope: Scope, question: str, notes: list[str]
+) -> None:
+    svc, _ = await make_service()
+    ids = [f"{scope.user_id}-{i}" for i in range(len(notes))]
+    await svc.add_many([NoteInput(content=c, note_id=i) for c, i in zip(notes, ids, strict=True)], scope)
+    for mode in ("vector", "hybrid", "links"):
+        hits = await svc.search(question, scope, k=5, mode=mode)
+        assert hits[0].note.id == ids[0], (mode, [h.note.content for h in hits])
+
+
+async def test_a_question_of_stop_words_only_still_finds_notes_by_meaning(make_service: Any, scope: Scope) -> None:
+    svc, _ = await make_service()
+    await svc.add_many([NoteInput(content="I have what you have."), NoteInput(content="Quarterly report.")], scope)
+    hits = await svc.search("what do you have", scope, k=2)
+    assert len(hits) == 2 and hits[0].found_by == ["vector"]
