@@ -18,7 +18,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from graphmem.models import Note
-from graphmem.service.wording import STOP_WORDS, content_words, copies, proper_names, stem, supported_share, tokens
+from graphmem.service.wording import (
+    STOP_WORDS,
+    content_words,
+    copies,
+    proper_names,
+    stem,
+    supported_share,
+    words,
+)
 
 # An evolved context must have at least this share of its content words from its own note (content
 # and previous context) or from the note that caused the evolution.
@@ -44,18 +52,19 @@ def reason_refusal(reason: str, source: Note, target: Note) -> str | None:
 
 
 def shared_words_reason(source: Note, target: Note, limit: int = 4) -> str:
-    """A reason built from the words both notes use (when the model's reason was refused)."""
+    """A reason built from the words both notes use (when the model's reason was refused), as the
+    new note writes them ('Riverside', not the stem 'riversid')."""
     shared = content_words(source.content) & content_words(target.content)
-    words = [w for w in _words_in_order(source.content) if w in shared]
-    seen: list[str] = []
-    for w in words:
-        if w not in seen:
-            seen.append(w)
-    return "both mention " + ", ".join(seen[:limit]) if seen else "related notes"
-
-
-def _words_in_order(text: str) -> list[str]:
-    return [stem(t) for t in tokens(text) if t not in STOP_WORDS and (len(t) >= 3 or t.isdigit())]
+    seen: dict[str, str] = {}  # stem -> the first surface form
+    for word in words(source.content):
+        low = word.lower()
+        if low in STOP_WORDS or not (len(low) >= 3 or low.isdigit()):
+            continue
+        key = stem(low)
+        if key in shared and key not in seen:
+            seen[key] = word
+    named = list(seen.values())[:limit]
+    return "both mention " + ", ".join(named) if named else "related notes"
 
 
 def contradiction_refusal(new_statement: str | None, old_statement: str | None, new: Note, old: Note) -> str | None:

@@ -259,9 +259,14 @@ _NOT_NAMES = frozenset(w.capitalize() for w in STOP_WORDS) | {
 }
 
 
+def words(text: str) -> list[str]:
+    """Word tokens as written (letters and digits; apostrophes and punctuation split words)."""
+    return _TOKEN.findall(text)
+
+
 def tokens(text: str) -> list[str]:
-    """Lower-cased word tokens (letters and digits; apostrophes and punctuation split words)."""
-    return [t.lower() for t in _TOKEN.findall(text)]
+    """Lower-cased word tokens (``words``)."""
+    return [t.lower() for t in words(text)]
 
 
 def stem(word: str) -> str:

@@ -47,7 +47,7 @@ async def test_a_pasted_reason_is_replaced_by_the_shared_words_and_reported(make
     await svc.add("Ann: I adopted a beagle called Rufus.", scope)
     added = await svc.add("Ann: Rufus hates thunderstorms and hides under the bed.", scope)
     (link,) = added.links
-    assert link.reason == "both mention ann, rufus"
+    assert link.reason == "both mention Ann, Rufus"
     assert any("copies a note's text" in r for r in added.rejected)
 
 

@@ -49,7 +49,11 @@ def test_reason_that_pastes_a_note_is_refused() -> None:
 def test_reason_must_name_something_of_both_notes() -> None:
     assert guards.reason_refusal("Omar's new job", TOMATO, GARDEN) == "its reason does not name something of both notes"
     assert guards.reason_refusal("the tomato seedlings", TOMATO, GARDEN) is not None  # nothing of GARDEN
-    assert guards.shared_words_reason(TOMATO, GARDEN) == "both mention lena, garden, plot"
+    assert guards.shared_words_reason(TOMATO, GARDEN) == "both mention Lena, garden, plot"
+    # the words as the new note writes them, matched by stem, not the stems ('riversid', 'market')
+    stall = Note(content="Priya: Anika sells her bowls at the Riverside markets.", scope=GARDEN.scope)
+    corner = Note(content="Priya: Anika offered me a corner of her stall at the Riverside market.", scope=GARDEN.scope)
+    assert guards.shared_words_reason(stall, corner) == "both mention Priya, Anika, Riverside, markets"
 
 
 def test_contradiction_needs_two_statements_found_in_their_notes() -> None:
