@@ -483,6 +483,7 @@ class ConstructedNote:
     note: Note
     embedding: list[float]
     usage: Usage = field(default_factory=lambda: Usage())
+    rejected: list[str] = field(default_factory=list)  # enrichment items refused (reported in AddResult)
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,9 @@ from typing import Any
 from graphmem.errors import LLMError
 from graphmem.llm.calls import LLMCaller
 from graphmem.llm.outputs import NoteEnrichment
-from graphmem.llm.prompts import enrich_messages
+from graphmem.llm.prompts import ENRICH_SYSTEM, enrich_messages
 from graphmem.models import EnrichmentStatus, Note, Scope, Usage, check_id, validate_content, validate_label
+from graphmem.service import guards
 from graphmem.service.text import check_note_text, parse_event_time, validate_metadata
 
 log = logging.getLogger(__name__)
@@ -59,8 +60,11 @@ def new_note(
     return note
 
 
-async def enrich(llm: LLMCaller, content: str, usage: Usage) -> NoteEnrichment | None:
-    """The LLM's keywords, context and tags for a note; None when the LLM failed or gave nothing usable."""
+async def enrich(
+    llm: LLMCaller, content: str, usage: Usage, rejected: list[str] | None = None
+) -> NoteEnrichment | None:
+    """The LLM's keywords, context and tags for a note; None when the LLM failed or gave nothing usable.
+    Keywords and tags that only echo the instructions are then dropped, each reported in ``rejected``."""
     try:
         result, _ = await llm.structured(NoteEnrichment, enrich_messages(content), usage)
     except LLMError as exc:
@@ -68,7 +72,14 @@ async def enrich(llm: LLMCaller, content: str, usage: Usage) -> NoteEnrichment |
         return None
     if result is None or not result.is_usable():
         return None
-    return result
+    for field in ("keywords", "tags"):
+        items: list[str] = getattr(result, field)
+        echoed = guards.instruction_echoes(items, content, ENRICH_SYSTEM)
+        if echoed:
+            setattr(result, field, [w for w in items if w not in echoed])
+            if rejected is not None:
+                rejected.extend(f"{field[:-1]} {w!r} only repeats the instructions" for w in echoed)
+    return result  # usable even when every keyword was an echo: its context stands
 
 
 def apply_enrichment(note: Note, enrichment: NoteEnrichment | None) -> bool:

@@ -285,13 +285,14 @@ class AsyncMemoryService:
         )
 
     async def _construct(self, note: Note, enrich: bool) -> ConstructedNote:
-        usage = Usage()
+        usage, rejected = Usage(), builtins.list[str]()
         if enrich:
-            construct.apply_enrichment(note, await construct.enrich(await self.llm_caller(), note.content, usage))
+            enrichment = await construct.enrich(await self.llm_caller(), note.content, usage, rejected)
+            construct.apply_enrichment(note, enrichment)
         else:
             note.enrichment = EnrichmentStatus.RAW
         (embedding,) = await self._embed([self._embed_text(note)], usage)
-        return ConstructedNote(note=note, embedding=embedding, usage=usage)
+        return ConstructedNote(note=note, embedding=embedding, usage=usage, rejected=rejected)
 
     async def construct_note(
         self,
@@ -473,7 +474,7 @@ class AsyncMemoryService:
             created=True,
             links=outcome.links,
             evolved=evolve.neighbour_changes(plan, outcome.versions),
-            rejected=plan.rejected,
+            rejected=[*built.rejected, *plan.rejected],
             candidates=plan.candidates,
             usage=usage,
         )
@@ -549,13 +550,14 @@ class AsyncMemoryService:
 
     async def update(self, note_id: str, scope: Scope, content: str) -> AddResult:
         """New content: re-enrich, re-embed, keep the previous values as a version."""
-        usage = Usage()
+        usage, rejected = Usage(), builtins.list[str]()
         started = time.perf_counter()
         old = await self._require(note_id, scope)
         content = validate_content(content, self.settings.max_content_chars)
         note = old.model_copy(update={"content": content})
         if self.settings.enable_enrichment:
-            construct.apply_enrichment(note, await construct.enrich(await self.llm_caller(), content, usage))
+            enrichment = await construct.enrich(await self.llm_caller(), content, usage, rejected)
+            construct.apply_enrichment(note, enrichment)
         (embedding,) = await self._embed([self._embed_text(note)], usage)
         version = await self.store.revise(
             note_id,
@@ -573,7 +575,7 @@ class AsyncMemoryService:
         note.version = version
         note.updated_at = utcnow()
         usage.total_seconds = time.perf_counter() - started
-        return AddResult(note=note, created=False, usage=usage)
+        return AddResult(note=note, created=False, rejected=rejected, usage=usage)
 
     async def repair(self, scope: Scope, *, limit: int = 100) -> int:
         """Re-run note construction (and linking) for notes stored raw after an LLM failure."""

@@ -137,3 +137,23 @@ def result_scope(result: dict[str, Any], conv: str) -> Any:
     from graphmem.models import Scope
 
     return Scope(user_id="eval-decisions", agent_id=conv, run_id=result["config"]["run_id"])
+
+
+async def test_enrichment_words_that_echo_the_prompt_are_dropped_and_reported(
+    make_service: Any, scope: Any, graph: Any
+) -> None:
+    def enrich(text: str) -> dict[str, Any]:  # the 1.5B's habit: the prompt's "atomic memory" as a keyword
+        return {
+            "keywords": ["atomic memory", "pottery class"],
+            "context": "Priya started a pottery class.",
+            "tags": ["memory notes", "hobbies"],
+        }
+
+    svc, _ = await make_service(pairwise_responder(lambda a, b: 0.1, enrich=enrich), link_decision="pairwise")
+    added = await svc.add("Priya: I just signed up for a pottery class.", scope)
+
+    assert added.note.keywords == ["pottery class"] and added.note.tags == ["hobbies"]
+    assert any("'atomic memory' only repeats the instructions" in r for r in added.rejected)
+    assert any("'memory notes' only repeats the instructions" in r for r in added.rejected)
+    stored = graph.q("MATCH (n:Note {id: $id}) RETURN n.keywords AS k, n.tags AS t", id=added.note.id)[0]
+    assert stored == {"k": ["pottery class"], "t": ["hobbies"]}

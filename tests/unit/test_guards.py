@@ -125,3 +125,13 @@ def test_yes_probability_reads_logprobs_and_falls_back_to_the_text() -> None:
     assert abs(yes_probability(msg) - 0.7 / 0.9) < 1e-9
     assert yes_probability(AIMessage(content="Yes.")) == 1.0
     assert yes_probability(AIMessage(content="Maybe")) == 0.0
+
+
+def test_keywords_that_only_echo_the_instructions_are_found() -> None:
+    instructions = "You build atomic memory notes. Return JSON: keywords (3-7 key concepts)."
+    note = "Priya: I sold eight mugs at the Riverside market."
+    items = ["atomic memory", "mugs", "Riverside market", "memory notes", "key concepts of pottery"]
+    # an item counts only when all its words come from the instructions and none from the note
+    assert guards.instruction_echoes(items, note, instructions) == ["atomic memory", "memory notes"]
+    # a note that itself talks about memory keeps the word
+    assert guards.instruction_echoes(["memory"], "Tom: my memory of Lisbon is vague.", instructions) == []
