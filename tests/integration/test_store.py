@@ -277,15 +277,22 @@ async def test_a_small_scope_crowded_out_of_the_index_gets_its_exact_top_k(
     """A scope of 15 notes pointing away from the query while 600 notes of another scope surround it:
     no note of the small scope is among the index's global top 40. On 5.26 the store counts the
     scope after that short over-fetch and scans it exactly (one ANN query, no growing over-fetch);
-    on 2026 the scope is filtered inside the index. Either way: its exact top-10, in order."""
+    on 2026 the scope is filtered inside the index. Either way: its exact top-10, in order, and none of
+    the nearer notes that the same user keeps under another agent or run (the exact scan must hold the
+    whole scope, not only the user)."""
     rng = np.random.default_rng(5)
     dims = int(graph.q(VECTOR_DIMS)[0]["d"])
     query = _unit(rng, 1, dims)[0]
     crowd = Scope(user_id=scope.user_id + "-crowd")
     near = query + 0.3 * _unit(rng, 600, dims)
     far = -query + 0.8 * _unit(rng, 15, dims)
+    # nearer to the query than the scope's own notes, farther than the crowd: outside the global top 40
+    sibling = query + 1.0 * _unit(rng, 10, dims)
     near /= np.linalg.norm(near, axis=1, keepdims=True)
     far /= np.linalg.norm(far, axis=1, keepdims=True)
+    sibling /= np.linalg.norm(sibling, axis=1, keepdims=True)
+    other_agent = Scope(user_id=scope.user_id, agent_id="other-agent")
+    other_run = Scope(user_id=scope.user_id, run_id="other-run")
     store = Neo4jNoteStore.from_settings(settings)
     calls: list[tuple[str, int | None]] = []
     run_auto = store.run_auto
@@ -296,11 +303,12 @@ async def test_a_small_scope_crowded_out_of_the_index_gets_its_exact_top_k(
 
     try:
         server = await store.verify()
-        for sc, vecs in ((crowd, near), (scope, far)):
+        for sc, vecs in ((crowd, near), (scope, far), (other_agent, sibling), (other_run, sibling)):
             graph.q(
-                "UNWIND range(0, size($v) - 1) AS i CREATE (:Note {id: $u + '-' + i, user_id: $u, agent_id: $a, "
+                "UNWIND range(0, size($v) - 1) AS i CREATE (:Note {id: $p + '-' + i, user_id: $u, agent_id: $a, "
                 "run_id: $r, content: 'note ' + i, created_at: datetime(), updated_at: datetime(), version: 1, "
                 "embedding: $v[i]})",
+                p=sc.user_id if sc in (crowd, scope) else f"{sc.agent_id}-{sc.run_id}",
                 u=sc.user_id,
                 a=sc.agent_id,
                 r=sc.run_id,
@@ -345,7 +353,8 @@ async def test_a_small_scope_crowded_out_of_the_index_gets_its_exact_top_k(
         linked, _ = await store.vector_search_linked(query.tolist(), scope, 10, per_hit=2)
         assert [n.id for n, _ in linked] == want
     finally:
-        await store.run_write("admin/delete_scope", **crowd.params())
+        for sc in (crowd, other_agent, other_run):
+            await store.run_write("admin/delete_scope", **sc.params())
         await store.close()
 
 
