@@ -100,6 +100,26 @@ async def test_an_add_writes_no_link_or_evolution_into_another_scope(
     assert relationships(graph, note.id, ids["b1"]) == 0
 
 
+async def test_a_cross_scope_relationship_written_behind_the_store_is_never_followed(
+    two_scopes: Any, scope: Scope, graph: Any, embedder: Embeddings
+) -> None:
+    """The hop's scope check holds on its own: a relationship to another scope's note that only raw
+    Cypher could write (every graphmem write refuses it) is not followed by either one-hop query."""
+    store, ids, _ = two_scopes
+    graph.q(
+        "MATCH (a:Note {id: $a}), (b:Note {id: $b}) CREATE (a)-[:SUPPORTS {strength: 1.0, reason: 'planted'}]->(b)",
+        a=ids["a1"],
+        b=ids["b1"],
+    )
+    vec = await embedder.aembed_query("Ana plays the violin.")
+    found, linked = await store.vector_search_linked(vec, scope, 2, per_hit=5)
+    assert ids["a1"] in {n.id for n, _ in found}
+    assert all(ln.note.scope == scope for ln in linked) and ids["b1"] not in {ln.note.id for ln in linked}
+    expanded = await store.expand_links([ids["a1"], ids["a2"]], scope, per_hit=5, exclude_ids=[])
+    assert ids["b1"] not in {ln.note.id for ln in expanded}
+    assert all(ln.note.scope == scope for ln in expanded)
+
+
 async def test_follows_pairs_across_scopes_write_nothing(two_scopes: Any, scope: Scope, graph: Any) -> None:
     store, ids, _ = two_scopes
     assert await store.add_follows([(ids["a1"], ids["b1"]), (ids["b1"], ids["a1"])], scope) == 0
