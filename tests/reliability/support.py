@@ -51,7 +51,7 @@ def percentile(values: list[float], q: float) -> float:
 
 class ClusterEmbedder(Embeddings):
     """384-dim unit vectors: ``topic-<n>`` in the text picks one of a few random centres, a hash of the
-    text adds a little noise. Notes of one topic are all each other's nearest neighbours, so concurrent
+    text (after a ``"<tag> | "`` prefix, if any) adds a little noise. Notes of one topic are all each other's nearest neighbours, so concurrent
     writers evolve the same neighbours (maximal contention); unrelated data (MiniLM vectors of other
     tests in the shared database) is nearly orthogonal. Costs microseconds, not MiniLM's CPU time.
     """
@@ -66,6 +66,7 @@ class ClusterEmbedder(Embeddings):
         self._spread = spread
 
     def _vec(self, text: str) -> list[float]:
+        text = text.rsplit(" | ", 1)[-1]  # a "<tag> | " prefix is ignored: a tagged copy embeds as its text
         digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
         m = self._TOPIC.search(text)
         cluster = int(m.group(1)) if m else digest[0]
