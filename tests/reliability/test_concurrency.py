@@ -10,7 +10,6 @@ scope, every acknowledged evolution as its own NoteVersion (versions 1..v-1, no 
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 from collections import Counter
 from typing import Any
@@ -25,7 +24,6 @@ from tests.reliability.support import ClusterEmbedder, percentile, record
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 _LINK_TYPES = "RELATED_TO|SUPPORTS|CONTRADICTS|ELABORATES|FOLLOWS|SAME_TOPIC"
-_NEW_NOTE = re.compile(r"NEW note:.*?<note>(.*?)</note>", re.DOTALL)
 
 
 def evolving_responder(messages: list[BaseMessage]) -> AIMessage:
@@ -42,9 +40,8 @@ def evolving_responder(messages: list[BaseMessage]) -> AIMessage:
         )
     if step == "evolve":
         ids = shown_ids(messages)
-        new = _NEW_NOTE.search(str(messages[-1].content))
-        marker = " ".join((new.group(1) if new else "?").split()[:4])  # "Writer 3 note 7"
-        own = noted(messages)[1]  # the first neighbour's text (the new note's comes first)
+        new, own = noted(messages)[:2]  # the new note's text, then the first neighbour's
+        marker = " ".join(new.split()[:4])  # "Writer 3 note 7"
         return tool_reply(
             "EvolutionDecision",
             {
