@@ -112,10 +112,16 @@ class Settings(BaseSettings):
     links_per_hit: int = Field(3, ge=0, le=50)
     # A pool that does not depend on k makes the results for different k nest (budget recall monotone).
     search_pool: int = Field(
-        40, ge=1, le=1000, description="links/hybrid: vector candidates ranked before the cut (full-text: a quarter)"
+        40, ge=1, le=1000, description="links/hybrid: vector candidates ranked before the cut (full-text: half)"
     )
     fulltext_weight: float = Field(
-        0.3, ge=0.0, le=10.0, description="hybrid: cosine points the best full-text match gains"
+        0.4, ge=0.0, le=10.0, description="hybrid: cosine points the best full-text match gains"
+    )
+    common_word_share: float = Field(
+        0.1,
+        ge=0.0,
+        le=1.0,
+        description="hybrid: query words in more than this share of the scope's notes skip full-text (1 = none)",
     )
     over_fetch_ratio: int = Field(4, ge=1, le=100)
     in_index_over_fetch: int = Field(3, ge=1, le=100)

@@ -184,9 +184,11 @@ class NoteStore(Protocol):
         filters: SearchFilters | None = None,
         over_fetch: int = 4,
         embedding: Sequence[float] | None = None,
+        common_share: float | None = None,
     ) -> list[TextMatch]:
-        """Top-k by BM25 over the query's content words (stop words dropped); with ``embedding``,
-        each match also carries its cosine to it."""
+        """Top-k by BM25 over the query's content words (stop words dropped, and with
+        ``common_share`` the words in more than that share of the scope's notes); with
+        ``embedding``, each match also carries its cosine to it."""
         ...
 
     async def expand_links(

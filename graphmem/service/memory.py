@@ -780,6 +780,7 @@ class AsyncMemoryService:
                 per_hit=self.settings.links_per_hit,
                 pool=self.settings.search_pool,
                 text_weight=self.settings.fulltext_weight,
+                common_share=self.settings.common_word_share,
             )
         usage.store_seconds += time.perf_counter() - t0
         if hits:

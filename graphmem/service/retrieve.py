@@ -2,7 +2,8 @@
 
 vector  HNSW top-k in the scope;
 links   vector + one hop along typed links (one round trip: the hop runs inside the vector query);
-hybrid  vector and full-text at once, fused by score (cosine + a bounded full-text boost), + one hop.
+hybrid  vector and full-text at once, fused by score (cosine + a bounded full-text boost), + one hop;
+        words common in the scope (a speaker's name) are left out of the full-text leg.
 
 links and hybrid rank a pool of candidates that does not depend on k (``pool`` >= k): the hits by their
 score, the notes their links reach by parent score x link strength, all in one order; the result is
@@ -22,8 +23,12 @@ from graphmem.ports import NoteStore
 # Hybrid's default weight of the full-text leg, in cosine points: the best BM25 match of a query
 # gains this much, the others in proportion to their BM25. Tuned on the LoCoMo dev subset (see
 # docs/evaluation.md); a note the words match can outrank a note only by less than this.
-TEXT_WEIGHT = 0.3
-# Vector candidates scored before the cut (at least k; full-text: a quarter): fixed, so that the
+TEXT_WEIGHT = 0.4
+# Query words in more than this share of the scope's notes do not reach the full-text leg: BM25's
+# statistics span the whole index, where a speaker's name in half of one conversation looks rare,
+# and matching it lifted every turn of that speaker over the turn the question is about.
+COMMON_SHARE = 0.1
+# Vector candidates scored before the cut (at least k; full-text: half): fixed, so that the
 # rankings for different k nest.
 RANK_POOL = 40
 # A linked note's score: parent score x link strength x this.
@@ -111,6 +116,7 @@ async def retrieve(
     pool: int = RANK_POOL,
     text_weight: float = TEXT_WEIGHT,
     link_weight: float = LINK_WEIGHT,
+    common_share: float = COMMON_SHARE,
 ) -> list[SearchHit]:
     """The hits of one search (inputs already validated)."""
     if mode == SearchMode.VECTOR or (mode == SearchMode.LINKS and per_hit <= 0):
@@ -121,12 +127,15 @@ async def retrieve(
             embedding, scope, size, per_hit, filters=filters, over_fetch=over_fetch
         )
         return rank_with_links(as_hits(found, "vector"), linked, k, link_weight=link_weight)
-    # hybrid: both queries at once (Neo4j serves them on two threads). The full-text leg is a quarter
-    # of the pool whatever k is: its deeper matches cost recall on LoCoMo, and a leg that grew with k
-    # would change the ranking of the first candidates (the lists must nest across k).
+    # hybrid: both queries at once (Neo4j serves them on two threads). The full-text leg is half the
+    # pool whatever k is: its deeper matches cost recall on LoCoMo, and a leg that grew with k would
+    # change the ranking of the first candidates (the lists must nest across k).
+    share = common_share if common_share < 1.0 else None
     vector_hits, text_hits = await asyncio.gather(
         store.vector_search(embedding, scope, size, filters=filters, over_fetch=over_fetch),
-        store.fulltext_search(query, scope, max(1, pool // 4), filters=filters, embedding=embedding),
+        store.fulltext_search(
+            query, scope, max(1, pool // 2), filters=filters, embedding=embedding, common_share=share
+        ),
     )
     hits = fuse(vector_hits, text_hits, text_weight)
     # Links may reach other hits: a hit's neighbour deep in the pool rises to its parent's score.

@@ -13,6 +13,7 @@ cost recall on LoCoMo (docs/evaluation.md), so they stay.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 # Lucene special characters, escaped in user text before it reaches the full-text index.
 _LUCENE_SPECIAL = re.compile(r'([+\-&|!(){}\[\]^"~*?:\\/])')
@@ -40,10 +41,14 @@ def query_terms(text: str, max_terms: int = 32) -> list[str]:
     return [w for w in _WORD.findall(text) if w.lower() not in STOP_WORDS][:max_terms]
 
 
-def lucene_query(text: str, max_terms: int = 32) -> str | None:
+def lucene_of(words: Sequence[str]) -> str | None:
     """OR of escaped words: user text never reaches Lucene's query syntax unescaped. None when no
-    word is left (a query of stop words only finds nothing by text; vector search still runs)."""
-    words = query_terms(text, max_terms)
+    word is given (a query of stop words only finds nothing by text; vector search still runs)."""
     if not words:
         return None
     return " OR ".join(_LUCENE_SPECIAL.sub(r"\\\1", w) for w in words)
+
+
+def lucene_query(text: str, max_terms: int = 32) -> str | None:
+    """The Lucene query of ``text``'s content words (``query_terms``), or None."""
+    return lucene_of(query_terms(text, max_terms))

@@ -49,7 +49,7 @@ from graphmem.models import (
 )
 from graphmem.queries import Query
 from graphmem.store.errors import Target, retryable, translate_errors
-from graphmem.store.fulltext import lucene_query
+from graphmem.store.fulltext import lucene_of, lucene_query, query_terms
 from graphmem.store.records import (
     content_sha,
     evolution_from_record,
@@ -73,6 +73,11 @@ _MAX_FETCH = 4096  # above this, the exact in-scope scan is cheaper than a bigge
 IN_INDEX_OVER_FETCH = 3  # 2026: SEARCH's LIMIT as a multiple of k (recall@10 >= 0.99 at 100k, docs/neo4j-2026.md)
 EXACT_SCAN_MAX = 2000  # 5.26: a scope this small is scanned exactly once the first over-fetch came back short
 _MAX_FETCH_TEXT = 65536  # full-text rows fetched at most to find k of one scope
+# Notes of a scope read to estimate how common a query word is there (a share: a sample does).
+_WORD_SHARE_SAMPLE = 1000
+# A word in fewer of them is never common: in a small scope one or two notes are already a large
+# share, and such a word still tells them apart.
+_COMMON_MIN_NOTES = 3
 _YIELD_EVERY = 32  # records mapped between two yields to the event loop (a few ms of work)
 _READ_RETRY_S = 5.0  # as long as the driver retries managed transactions (max_transaction_retry_time)
 
@@ -676,8 +681,12 @@ class Neo4jNoteStore:
         filters: SearchFilters | None = None,
         over_fetch: int = 4,
         embedding: Sequence[float] | None = None,
+        common_share: float | None = None,
     ) -> list[TextMatch]:
-        lucene = lucene_query(text)
+        words = query_terms(text)
+        if common_share is not None and words:
+            words = await self._uncommon(words, scope, common_share)
+        lucene = lucene_of(words)
         if lucene is None or k <= 0:
             return []
         fetch_k = k * over_fetch * 4
@@ -702,6 +711,15 @@ class Neo4jNoteStore:
             if len(hits) >= k or fetched < fetch_k or fetch_k >= _MAX_FETCH_TEXT:
                 return await mapped(hits, _text_match)
             fetch_k *= 4
+
+    async def _uncommon(self, words: Sequence[str], scope: Scope, share: float) -> list[str]:
+        """``words`` less the ones in more than ``share`` of the scope's notes (sampled)."""
+        lowered = sorted({w.lower() for w in words})
+        rows = await self.run_auto("search/word_shares", words=lowered, sample=_WORD_SHARE_SAMPLE, **scope.params())
+        common = {
+            r["word"] for r in rows if r["containing"] >= _COMMON_MIN_NOTES and r["containing"] > share * r["notes"]
+        }
+        return [w for w in words if w.lower() not in common]
 
     async def expand_links(
         self, ids: Sequence[str], scope: Scope, per_hit: int, exclude_ids: Sequence[str]

@@ -69,6 +69,23 @@ def rewrites() -> dict[str, Callable[[str], str | None]]:
     return {"plain": plain, "stop": stop, "stop33": stop_min, "snowball": snowball}
 
 
+# Word shares tried: a query word in more than this share of the scope's notes (and in 3 or more)
+# is left out of the full-text query, as the store does with GRAPHMEM_COMMON_WORD_SHARE.
+SHARES = (0.05, 0.1, 0.2, 0.3)
+
+
+def share_rewrite(question: str, texts: Sequence[str], share: float) -> str | None:
+    from graphmem.store.fulltext import lucene_of, query_terms
+
+    kept = []
+    for w in query_terms(question):
+        pattern = re.compile(r"\b" + re.escape(w.lower()) + r"\b")
+        n = sum(1 for t in texts if pattern.search(t))
+        if n < 3 or n <= share * len(texts):
+            kept.append(w)
+    return lucene_of(kept)
+
+
 @dataclass
 class Conv:
     sample_id: str
@@ -103,8 +120,8 @@ async def build_cache(data: Path, out: Path, tag: str, index: str) -> None:
             scope = scope_for(tag, conv.sample_id)
             ids, sources, matrix = await BenchQueries(store).vectors(scope)
             notes: dict[str, Note] = {}
-            for start in range(0, len(ids), 1000):
-                for n in await svc.list(scope, limit=1000, offset=start):
+            for start in range(0, len(ids), 100):
+                for n in await svc.list(scope, limit=100, offset=start):
                     notes[n.id] = n
             rows = await store.run_auto("search/expand_links", ids=ids, **scope.params(), per_hit=50, exclude_ids=[])
             links: dict[str, list[tuple[str, float]]] = {}
@@ -115,10 +132,12 @@ async def build_cache(data: Path, out: Path, tag: str, index: str) -> None:
             qs = [(q, set(q.evidence) & wanted) for q in conv.questions(categories=(1, 2, 3, 4))]
             qs = [(q, ev) for q, ev in qs if ev]
             qvecs = await svc.embedder.aembed_documents([q.question for q, _ in qs])
+            texts = [n.content.lower() for n in notes.values()]
             for (q, ev), qv in zip(qs, qvecs, strict=True):
                 text: dict[str, list[tuple[str, float]]] = {}
-                for name, fn in rw.items():
-                    lucene = fn(q.question)
+                queries = {name: fn(q.question) for name, fn in rw.items()}
+                queries |= {f"share{f}": share_rewrite(q.question, texts, f) for f in SHARES}
+                for name, lucene in queries.items():
                     for idx_name, suffix in ((index, ""), ("note_text_standard", "-std")):
                         if lucene is None:
                             text[name + suffix] = []
@@ -142,7 +161,7 @@ async def build_cache(data: Path, out: Path, tag: str, index: str) -> None:
 class Cfg:
     name: str = "base"
     fusion: str = "score"  # "rrf" (before issue 14) or "score" (retrieve.fuse: cosine + text boost)
-    rewrite: str = "snowball"  # a key of rewrites() (the query's words that reach the index)
+    rewrite: str = "snowball"  # a key of rewrites() or share<f> (the query's words that reach the index)
     index: str = ""  # "" (note_text, 'english') or "-std" (the 'standard' analyzer's index)
     text_weight: float = 0.3
     pool: int = 40  # vector candidates (k when k is larger)
@@ -292,7 +311,17 @@ def _combined() -> list[Cfg]:
     return [Cfg("text_pool 10 + stop words without question words", text_pool=10, rewrite="snowball")]
 
 
+def _shares() -> list[Cfg]:
+    out = [Cfg("before: all content words, w=.3, text_pool 10")]
+    for f in SHARES:
+        for w in (0.3, 0.4, 0.5, 0.7):
+            for tp in (10, 20):
+                out.append(Cfg(f"share {f}, w={w}, text_pool {tp}", rewrite=f"share{f}", text_weight=w, text_pool=tp))
+    return out
+
+
 SWEEPS: dict[str, Callable[[], list[Cfg]]] = {
+    "shares": _shares,
     "baseline": _baseline,
     "rewrite": _rewrite,
     "weight": _weight,
