@@ -63,8 +63,8 @@ class IngestBenchConfig:
     seed: int = 42
     keep: bool = False
     local: bool = False
-    local_notes: int = 6
-    local_concurrency: int = 2
+    local_notes: int = 16
+    local_concurrency: int = 4
     rates: tuple[float, float] | None = None  # pp, tg tokens/s for the local floor
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:6])
 

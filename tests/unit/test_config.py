@@ -49,6 +49,17 @@ def test_decision_defaults_follow_the_provider(monkeypatch: pytest.MonkeyPatch) 
     assert (forced.resolved_link_decision, forced.evolution_enabled) == ("joint", True)
 
 
+def test_ingest_concurrency_follows_the_local_servers_slots(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The local model: one note in flight per server slot; other endpoints 8; an explicit setting wins."""
+    assert load_settings().resolved_ingest_concurrency == 4
+    monkeypatch.setenv("GRAPHMEM_LOCAL_LLM_PARALLEL", "3")
+    assert load_settings().resolved_ingest_concurrency == 3
+    monkeypatch.setenv("GRAPHMEM_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+    assert load_settings().resolved_ingest_concurrency == 8
+    monkeypatch.setenv("GRAPHMEM_INGEST_CONCURRENCY", "5")
+    assert load_settings().resolved_ingest_concurrency == 5
+
+
 @pytest.mark.parametrize(
     ("env", "line", "version"),
     [

@@ -167,10 +167,10 @@ def ingest_cmd(
     local: Annotated[
         bool, typer.Option("--local", help="also run the local model: seconds and tokens per note vs the floor (slow)")
     ] = False,
-    local_notes: Annotated[int, typer.Option("--local-notes", min=1, help="notes per local level")] = 6,
+    local_notes: Annotated[int, typer.Option("--local-notes", min=1, help="notes per local level")] = 16,
     local_concurrency: Annotated[
         int, typer.Option("--local-concurrency", min=1, help="notes in flight of the batched local level")
-    ] = 2,
+    ] = 4,
     rates: Annotated[
         str | None,
         typer.Option(
