@@ -254,8 +254,8 @@ class Settings(BaseSettings):
     @property
     def resolved_ingest_concurrency(self) -> int:
         """Notes in flight in an agentic bulk ingest. The local server decodes one request per slot
-        at once: as many notes as slots keeps every slot busy (4 on 2 cores measured 1.5x the
-        throughput of one note at a time, 2 only 1.15x; docs/local-llm.md) without a queue."""
+        at once: as many notes as slots keeps every slot busy (4 on 2 cores measured 1.58x the
+        throughput of one note at a time, 2 only 1.43x; docs/local-llm.md) without a queue."""
         if self.ingest_concurrency is not None:
             return self.ingest_concurrency
         return self.local_llm_parallel if self.resolved_llm_provider == "local" else 8

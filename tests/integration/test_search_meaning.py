@@ -57,16 +57,21 @@ CASES = [
 ]
 
 
+async def assert_answer_first(svc: Any, scope: Scope, question: str, notes: list[str], modes: tuple[str, ...]) -> None:
+    """Store ``notes`` (the answer first) and check that each mode ranks the answer first."""
+    ids = [f"{scope.user_id}-{i}" for i in range(len(notes))]
+    await svc.add_many([NoteInput(content=c, note_id=i) for c, i in zip(notes, ids, strict=True)], scope)
+    for mode in modes:
+        hits = await svc.search(question, scope, k=5, mode=mode)
+        assert hits[0].note.id == ids[0], (mode, [h.note.content for h in hits])
+
+
 @pytest.mark.parametrize(("question", "notes"), CASES, ids=[c[0] for c in CASES])
 async def test_first_person_question_ranks_the_answer_first(
     make_service: Any, scope: Scope, question: str, notes: list[str]
 ) -> None:
     svc, _ = await make_service()
-    ids = [f"{scope.user_id}-{i}" for i in range(len(notes))]
-    await svc.add_many([NoteInput(content=c, note_id=i) for c, i in zip(notes, ids, strict=True)], scope)
-    for mode in ("vector", "hybrid", "links"):
-        hits = await svc.search(question, scope, k=5, mode=mode)
-        assert hits[0].note.id == ids[0], (mode, [h.note.content for h in hits])
+    await assert_answer_first(svc, scope, question, notes, ("vector", "hybrid", "links"))
 
 
 async def test_a_question_of_stop_words_only_still_finds_notes_by_meaning(make_service: Any, scope: Scope) -> None:
@@ -120,11 +125,7 @@ async def test_a_name_common_in_the_scope_does_not_outrank_the_answer(
     make_service: Any, scope: Scope, question: str, notes: list[str]
 ) -> None:
     svc, _ = await make_service()
-    ids = [f"{scope.user_id}-{i}" for i in range(len(notes))]
-    await svc.add_many([NoteInput(content=c, note_id=i) for c, i in zip(notes, ids, strict=True)], scope)
-    for mode in ("vector", "hybrid"):
-        hits = await svc.search(question, scope, k=5, mode=mode)
-        assert hits[0].note.id == ids[0], (mode, [h.note.content for h in hits])
+    await assert_answer_first(svc, scope, question, notes, ("vector", "hybrid"))
 
 
 async def test_full_text_leaves_out_words_common_in_this_scope_only(
