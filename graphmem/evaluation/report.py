@@ -460,7 +460,8 @@ def ingest_bench_markdown(result: dict[str, Any]) -> str:
 
 def _server(result: dict[str, Any]) -> str:
     server = result.get("server") or {}
-    return f"{server.get('line', '?')} ({server.get('version', '?')})"
+    at = f" at {server['address']}" if server.get("address") else ""
+    return f"{server.get('line', '?')} ({server.get('version', '?')}){at}"
 
 
 def tenant_markdown(runs: list[dict[str, Any]]) -> list[str]:
@@ -556,7 +557,10 @@ def write_outputs(result: dict[str, Any], out_dir: Path, *, plots: bool = True) 
             written["plot"] = p.plot_ingest(result, out_dir / "ingest_notes_per_s.png")
         elif kind == "bench_lines":
             for run in result["runs"]:
-                line = (run.get("server") or {}).get("line", "server")
+                server = run.get("server") or {}
+                line = server.get("line", "server")
+                if "address" in server:  # two servers of one line must not share a file
+                    line += "-" + server["address"].replace(":", "-")
                 if run["sizes"]:
                     written[f"plot {line}"] = p.plot_latency(run, out_dir / f"latency_vs_size-{line}.png")
         elif kind == "qa" and result["systems"]:

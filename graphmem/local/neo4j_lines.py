@@ -1,4 +1,5 @@
-"""The two Neo4j server lines the local manager runs: what each needs (Java, main class, JVM flags).
+"""The two Neo4j server lines the local manager runs: what each needs (Java, main class, JVM flags,
+neo4j.conf settings).
 
 ``5.26`` is the 5.x LTS (supported to June 2028); ``2026`` is the calendar line from 2026.08.1 on
 (2026.08.0 has a known query bug; SEARCH with in-index filters needs 2026.02+, ``IN`` 2026.06+).
@@ -43,6 +44,20 @@ _VECTOR_FLAGS = (
     "-Dorg.neo4j.shaded.lucene9.vectorization.upperJavaFeatureVersion=25",
 )
 
+# How the 2026 vector index keeps its Lucene segments. A search walks the HNSW graph of every segment,
+# so its cost grows with their number, and Neo4j's defaults keep many: a log-size merge policy that
+# merges only 50 segments of a size at a time (100 while an index is populated). 100,000 notes gave
+# 35-40 segments, and graphmem's vector search took 1.55x as long as with the 7 that a tiered policy
+# with 2 segments a tier keeps as notes arrive (docs/neo4j-2026.md, "Index segments"); a population
+# (index creation, `graphmem migrate-index`) ends in one. Internal settings: the 2026.08.1 server
+# accepts them under strict validation (the line's integration test starts one); 5.26 has only the
+# merge factors, and is left as it was.
+_VECTOR_INDEX_CONF = (
+    "internal.dbms.index.vector.merge_policy=TIERED",
+    "internal.dbms.index.vector.segments_per_tiers=2",
+    "internal.dbms.index.vector.post_population_compaction=FULL",
+)
+
 
 @dataclass(frozen=True)
 class ServerLine:
@@ -52,6 +67,7 @@ class ServerLine:
     main_class: str
     instance: str  # default server folder under <home>/neo4j/: one per line, never shared
     jvm_flags: tuple[str, ...]
+    conf: tuple[str, ...] = ()  # neo4j.conf lines of this line only
 
     @property
     def java_text(self) -> str:
@@ -75,6 +91,7 @@ LINES: dict[LineName, ServerLine] = {
         # A 2026 server upgrades a 5.26 store in place, and 5.26 cannot open it again: separate folders.
         instance="server-2026",
         jvm_flags=(*_COMMON_FLAGS, *_VECTOR_FLAGS),
+        conf=_VECTOR_INDEX_CONF,
     ),
 }
 

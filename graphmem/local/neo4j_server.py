@@ -246,6 +246,7 @@ class LocalNeo4j:
             f"server.memory.pagecache.size={s.neo4j_pagecache}",
             "dbms.usage_report.enabled=false",
             "db.transaction.timeout=120s",
+            *self.line.conf,
         ]
         return "\n".join(lines) + "\n"
 

@@ -262,5 +262,8 @@ def test_bench_runs_both_lines_side_by_side(
     for run in data["runs"]:
         assert run["sizes"][0]["size"] == 40 and run["tenants"]["small"]["recall@10"] == 1.0
         assert run["tenants"]["deleted"] == 200
+    at = settings_2026.neo4j_uri.split("://", 1)[1]  # each server is labelled with its address too
+    assert data["runs"][1]["server"]["address"] == at
     md = (tmp_path / "bench_lines.md").read_text()
-    assert "server lines side by side" in md and "| 2026 (2026.08.1) | small | 2 |" in md
+    assert "server lines side by side" in md and f"| 2026 (2026.08.1) at {at} | small | 2 |" in md
+    assert (tmp_path / f"latency_vs_size-2026-{at.replace(':', '-')}.png").is_file()

@@ -134,6 +134,20 @@ def test_conf_uses_absolute_paths_ports_and_auth(tmp_path: Path) -> None:
     assert "dbms.security.auth_enabled=true" in with_auth
 
 
+def test_only_the_2026_conf_keeps_the_vector_index_in_few_segments(tmp_path: Path) -> None:
+    def conf(line: str) -> dict[str, str]:
+        text = LocalNeo4j(make(tmp_path, neo4j_line=line)).render_conf()
+        return dict(row.split("=", 1) for row in text.splitlines() if "=" in row and not row.startswith("#"))
+
+    new, lts = conf("2026"), conf("5.26")
+    assert new["internal.dbms.index.vector.merge_policy"] == "TIERED"
+    assert new["internal.dbms.index.vector.segments_per_tiers"] == "2"
+    assert new["internal.dbms.index.vector.post_population_compaction"] == "FULL"
+    # 5.26 knows none of these keys, and strict config validation would refuse to start on them.
+    assert not [key for key in lts if key.startswith("internal.")]
+    assert new["server.bolt.listen_address"] == lts["server.bolt.listen_address"]
+
+
 def test_java_command_sets_the_heap(tmp_path: Path) -> None:
     cmd = LocalNeo4j(make(tmp_path, neo4j_heap="768m")).java_command("/usr/bin/java")
     assert cmd[:3] == ["/usr/bin/java", "-Xms768m", "-Xmx768m"]

@@ -10,6 +10,10 @@ LoCoMo questions. Everything is embedded with graphmem's own MiniLM embedder and
         --notes 100000 --out $GRAPHMEM_HOME/research
 
 writes notes.npy (float32, n x 384, unit length), notes.json (texts), queries.npy, queries.json.
+
+`--mix` embeds only the sentences (about 9,400: a minute or two) and makes each note's vector the
+normalised sum of its sentences' vectors: an approximation of embedding the joined text, good for
+index latency at sizes up to millions (the 1M experiments), not for recall claims about MiniLM.
 LoCoMo is CC BY-NC: these files stay in the data folder, never in the repository.
 """
 
@@ -53,30 +57,44 @@ def streams(data: list[dict]) -> list[list[str]]:
     return [s for s in out if s]
 
 
-def make_notes(data: list[dict], n: int, seed: int = 7) -> list[str]:
+def make_note_parts(data: list[dict], n: int, seed: int = 7) -> tuple[list[str], list[tuple[int, ...]]]:
+    """The distinct sentences, and each note as the indices of its sentences."""
     rng = random.Random(seed)
     sources = streams(data)
     weights = [len(s) for s in sources]
-    notes: set[str] = set()
-    singles = [s for src in sources for s in src]
-    for s in singles:  # every sentence once, then windows of 2-3 consecutive sentences
-        if len(notes) >= n:
-            break
-        notes.add(s)
+    sentences = sorted({s for src in sources for s in src})
+    index = {s: i for i, s in enumerate(sentences)}
+    notes: set[tuple[int, ...]] = {(i,) for i in range(min(n, len(sentences)))}  # every sentence once
     while len(notes) < n:
         # A window of 1-3 consecutive sentences, often joined by a nearby one (same stream, within 40):
         # distinct texts that still read like a memory note of one conversation.
         src = rng.choices(sources, weights)[0]
         width = rng.choice((1, 2, 2, 3))
         start = rng.randrange(max(1, len(src) - width + 1))
-        text = " ".join(src[start : start + width])
+        parts = src[start : start + width]
         if rng.random() < 0.7:
-            other = min(len(src) - 1, max(0, start + rng.randint(-40, 40)))
-            text = f"{text} {src[other]}"
-        notes.add(text)
+            parts = [*parts, src[min(len(src) - 1, max(0, start + rng.randint(-40, 40)))]]
+        notes.add(tuple(index[s] for s in parts))
     out = sorted(notes)
     rng.shuffle(out)
-    return out[:n]
+    return sentences, out[:n]
+
+
+def make_notes(data: list[dict], n: int, seed: int = 7) -> list[str]:
+    sentences, notes = make_note_parts(data, n, seed)
+    return [" ".join(sentences[i] for i in parts) for parts in notes]
+
+
+def mix(data: list[dict], n: int, embedder: object, out: Path) -> None:
+    """--mix: note vectors as normalised sums of their sentences' vectors (see the module text)."""
+    sentences, notes = make_note_parts(data, n)
+    sent = np.asarray(embedder.embed_documents(sentences), dtype=np.float32)  # type: ignore[attr-defined]
+    vecs = np.zeros((len(notes), 384), dtype=np.float32)
+    for j, parts in enumerate(notes):
+        vecs[j] = sent[list(parts)].sum(axis=0)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    (out / "notes.json").write_text(json.dumps(["" for _ in notes]))  # texts are not needed for latency
+    np.save(out / "notes.npy", vecs)
 
 
 def main() -> None:
@@ -84,13 +102,18 @@ def main() -> None:
     ap.add_argument("--data", required=True, type=Path)
     ap.add_argument("--notes", type=int, default=100_000)
     ap.add_argument("--out", required=True, type=Path)
+    ap.add_argument("--mix", action="store_true", help="note vectors from sentence vectors (fast; see above)")
     args = ap.parse_args()
     data = json.loads(args.data.read_text())
     args.out.mkdir(parents=True, exist_ok=True)
     embedder = make_embedder(load_settings())
     queries = sorted({qa["question"] for s in data for qa in s["qa"]})
-    notes = make_notes(data, args.notes)
+    if args.mix:
+        mix(data, args.notes, embedder, args.out)
+    notes = [] if args.mix else make_notes(data, args.notes)
     for name, texts in (("queries", queries), ("notes", notes)):
+        if not texts:
+            continue
         (args.out / f"{name}.json").write_text(json.dumps(texts))
         done = args.out / f"{name}.npy"
         partial = args.out / f"{name}.partial.npy"

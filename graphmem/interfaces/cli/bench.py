@@ -6,6 +6,7 @@ import asyncio
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 import typer
 
@@ -16,6 +17,12 @@ app = typer.Typer(
     invoke_without_command=True,
     help="Benchmarks: `graphmem bench [--sizes ...]` (search and bulk import), `graphmem bench ingest`.",
 )
+
+
+def _address(uri: str) -> str:
+    """host:port of a Neo4j URI (never its credentials), to label a server in a side-by-side bench."""
+    parts = urlsplit(uri)
+    return f"{parts.hostname}:{parts.port}" if parts.port else str(parts.hostname)
 
 
 def _default_data_dir(settings: Any, line: str) -> Path | None:
@@ -125,6 +132,8 @@ def bench_cmd(
             line = (await svc.health())["neo4j"]["line"]
             run_cfg = replace(cfg, data_dir=cfg.data_dir or _default_data_dir(settings, line))
             result = await run_bench(svc, run_cfg, report=say)
+            if len(targets) > 1:  # tells apart two servers of one version (e.g. two configurations)
+                result["server"]["address"] = _address(uri)
             if not tenant_notes:
                 return result
             plain = settings.model_copy(update={"exact_scan_max_notes": 0})
