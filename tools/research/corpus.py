@@ -108,12 +108,12 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     embedder = make_embedder(load_settings())
     queries = sorted({qa["question"] for s in data for qa in s["qa"]})
+    outputs = [("queries", queries)]
     if args.mix:
         mix(data, args.notes, embedder, args.out)
-    notes = [] if args.mix else make_notes(data, args.notes)
-    for name, texts in (("queries", queries), ("notes", notes)):
-        if not texts:
-            continue
+    else:
+        outputs.append(("notes", make_notes(data, args.notes)))
+    for name, texts in outputs:
         (args.out / f"{name}.json").write_text(json.dumps(texts))
         done = args.out / f"{name}.npy"
         partial = args.out / f"{name}.partial.npy"

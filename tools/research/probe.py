@@ -214,7 +214,7 @@ def cmd_recall(args: argparse.Namespace) -> None:
                         ms, rows = timed(driver, "exact_scan", embedding=emb, k=args.k, **scope)
                         ids = [r["id"] for r in rows]
                     elif method.startswith("unfiltered"):  # unfiltered_x3: LIMIT 3k, the best k kept
-                        mult = int(method.removeprefix("unfiltered_x") or 1) if "_x" in method else 1
+                        mult = int(method.removeprefix("unfiltered").removeprefix("_x") or 1)
                         ms, rows = timed(driver, "search_unfiltered", embedding=emb, k=args.k * mult)
                         best = sorted(rows, key=lambda r: -r["score"])[: args.k]
                         ids = [r["id"] for r in best] if tenant == "all" else []
@@ -302,11 +302,9 @@ def cmd_serve(args: argparse.Namespace) -> None:
     server = LocalNeo4j(load_settings(), report=lambda msg: print(msg, file=sys.stderr))
     flags = tuple(f for f in server.line.jvm_flags if not (args.no_vector_flags and "vector" in f))
     server.line = replace(server.line, jvm_flags=flags + tuple(args.extra_flag or ()))
-    if args.no_line_conf:  # Neo4j's own defaults instead of the line's neo4j.conf settings
-        server.line = replace(server.line, conf=())
-    if args.conf:  # extra neo4j.conf lines, e.g. the vector index's internal merge settings
-        base = server.render_conf
-        server.render_conf = lambda: base() + "\n".join(args.conf) + "\n"  # type: ignore[method-assign]
+    # The line's neo4j.conf settings (or Neo4j's own defaults), then any extra lines, e.g. merge settings.
+    conf = () if args.no_line_conf else server.line.conf
+    server.line = replace(server.line, conf=conf + tuple(args.conf or ()))
     result = server.start(timeout=300)
     print(json.dumps({"pid": result.status.pid, "java": result.status.java, "flags": list(server.line.jvm_flags)}))
 
