@@ -4,6 +4,7 @@ blocking facade ``MemoryService``. This package face is the core's public API fo
 
 from graphmem.models import NoteInput, SearchFilters, SearchMode
 from graphmem.service.context import Context, build_context
+from graphmem.service.grounding import sentence_refusal, sentences, speaker_of
 from graphmem.service.memory import AsyncMemoryService, Progress
 from graphmem.service.sync import MemoryService
 from graphmem.service.text import embed_text
@@ -21,6 +22,9 @@ __all__ = [
     "content_words",
     "copies",
     "embed_text",
+    "sentence_refusal",
+    "sentences",
+    "speaker_of",
     "stem",
     "supported_share",
     "tokens",
