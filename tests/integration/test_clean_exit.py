@@ -1,6 +1,6 @@
 """Scripts that use the service with the local model exit without a word on stderr (issue 29).
 
-Each test runs a short script in a fresh interpreter, against the stub of the local llama-server
+Each test runs a short script in a fresh interpreter (the README's Python example first), against the stub of the local llama-server
 (``graphmem.evaluation.llm_stub``: OpenAI-compatible chat completions and llama-server's
 ``/metrics``, so the local model's client polls it as it polls the real server), and asserts an
 empty stderr: ``close()`` (``with`` / ``async with``) stops what the service and the local model's
@@ -12,6 +12,7 @@ pending!", anyio's ``NoEventLoopError``).
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -25,18 +26,14 @@ from graphmem.models import Scope
 
 ROOT = Path(__file__).resolve().parents[2]
 
-SYNC_SCRIPT = """
-import sys
-from graphmem import MemoryService, Scope
 
-with MemoryService() as memory:  # the README's example, on the local provider
-    me = Scope(user_id=sys.argv[1])
-    memory.add("Alice adopted a beagle called Rufus.", me, event_time="2024-03-03")
-    added = memory.add("Rufus, Alice's beagle, hates thunderstorms.", me)
-    hits = memory.search("Alice's dog", me, k=5)
-    answer = memory.ask("What is the name of Alice's dog?", me)
-    print(len(hits), answer.usage.total_tokens > 0)
-"""
+def _readme_example() -> str:
+    """README.md's "Using it from Python" example, as written, in the test's scope."""
+    section = (ROOT / "README.md").read_text(encoding="utf-8").split("## Using it from Python", 1)[1]
+    found = re.search(r"```python\n(.*?)\n```", section, re.S)
+    assert found is not None and 'Scope(user_id="alice")' in found.group(1)
+    return "import sys\n" + found.group(1).replace('Scope(user_id="alice")', "Scope(user_id=sys.argv[1])")
+
 
 ASYNC_SCRIPT = """
 import asyncio
@@ -104,9 +101,9 @@ def _run(script: str, stub: StubServer, scope: Scope) -> subprocess.CompletedPro
     )
 
 
-@pytest.mark.parametrize("script", [SYNC_SCRIPT, ASYNC_SCRIPT, CLOSE_ONLY_SCRIPT], ids=["sync", "async", "close"])
+@pytest.mark.parametrize("script", ["readme", ASYNC_SCRIPT, CLOSE_ONLY_SCRIPT], ids=["readme-sync", "async", "close"])
 def test_a_script_on_the_local_model_exits_cleanly(script: str, llama_stub: StubServer, scope: Scope) -> None:
-    done = _run(script, llama_stub, scope)
+    done = _run(_readme_example() if script == "readme" else script, llama_stub, scope)
     assert done.returncode == 0, done.stderr
     assert llama_stub.served >= 1 and llama_stub.metric_polls >= 1  # the calls ran, and were watched
     assert done.stderr == ""
