@@ -16,6 +16,10 @@ caller's own task is cancelled.
 
 Servers without ``/metrics`` (the llama-cpp-python fallback) get a plain ``stall_timeout`` for the
 whole call, as before.
+
+The poll task lives on the event loop of the calls; ``release`` (what the service's ``close()`` calls,
+through ``release_chat_model``) cancels and awaits it and closes the pooled connections, so nothing
+is left for the interpreter's exit to destroy (issue 29).
 """
 
 from __future__ import annotations
