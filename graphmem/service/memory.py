@@ -150,7 +150,7 @@ class AsyncMemoryService:
         return cls(settings, note_store, emb, chat_model, histories=histories, items=items)
 
     async def close(self) -> None:
-        self._chat.cancel()
+        await self._chat.aclose()  # the chat model's background work on this loop (issue 29)
         await self._stats.close()
         await self.store.close()
 
