@@ -198,9 +198,9 @@ def test_cli_locomo_with_full_context_and_rag_baselines(
     fc = ScriptedChatModel(amem_responder(answer="Lisbon"))
     started: list[Settings] = []
 
-    def fc_model(s: Settings) -> ScriptedChatModel:
+    def fc_model(s: Settings) -> tuple[ScriptedChatModel, int | None]:
         started.append(s)
-        return fc
+        return fc, None  # a server that does not say its slot size
 
     monkeypatch.setattr(graphmem.local, "chat_model", lambda s: main)
     monkeypatch.setattr(cli, "_full_context_model", fc_model)

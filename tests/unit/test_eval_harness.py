@@ -358,3 +358,43 @@ def test_longmemeval_dates_turn_cuts_and_bad_files(tmp_path: Path) -> None:
         load_longmemeval(bad)
     with pytest.raises(InvalidInputError, match="no such file"):
         load_longmemeval(tmp_path / "missing.json")
+
+
+# --- the full-context server ------------------------------------------------------------------------
+
+
+def test_full_context_server_slot_size_is_read_and_a_smaller_one_obeyed() -> None:
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from graphmem.interfaces.cli.evaluate import _fit_to_server, full_context_settings, served_slot_context
+
+    class Props(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            body = json.dumps({"total_slots": 1, "default_generation_settings": {"n_ctx": 8192}}).encode()
+            self.send_response(200 if self.path == "/props" else 404)
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Props)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        assert served_slot_context(url) == 8192
+    finally:
+        server.shutdown()
+    assert served_slot_context(url, timeout=0.5) is None  # nothing answers: unknown
+
+    settings = Settings()
+    fc = full_context_settings(settings, None, 32768)
+    assert (fc.local_llm_port, fc.local_llm_ctx, fc.local_llm_parallel) == (settings.local_llm_port + 1, 32768, 1)
+    assert fc.llm_timeout >= 1800
+    cfg = QAConfig(full_context_limit=full_context_limit(32768, 512))
+    _fit_to_server(cfg, fc, 32768, 32768)
+    assert cfg.full_context_limit == full_context_limit(32768, 512)
+    _fit_to_server(cfg, fc, 32768, 8192)  # a server started earlier with a smaller slot
+    assert cfg.full_context_limit == full_context_limit(8192, 512)

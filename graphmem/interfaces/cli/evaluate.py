@@ -97,14 +97,44 @@ def full_context_settings(settings: Any, port: int | None, ctx: int) -> Any:
     )
 
 
-def _full_context_model(settings: Any) -> Any:
-    """Start (or reuse) the dedicated full-context server and return its chat model. Blocking."""
+def served_slot_context(base_url: str, timeout: float = 5.0) -> int | None:
+    """Tokens one slot of the llama-server at ``base_url`` holds (``/props``), None when it does not say."""
+    import json
+    import urllib.request
+
+    root = base_url.rstrip("/").removesuffix("/v1")
+    try:
+        with urllib.request.urlopen(f"{root}/props", timeout=timeout) as response:  # loopback only
+            props = json.loads(response.read())
+        value = props.get("default_generation_settings", {}).get("n_ctx", props.get("n_ctx"))
+        return int(value) if value else None
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+
+
+def _full_context_model(settings: Any) -> tuple[Any, int | None]:
+    """Start (or reuse) the dedicated full-context server; its chat model and the context its slot
+    holds (a server already running on the port may hold less than asked). Blocking."""
     from graphmem.llm import make_chat_model
     from graphmem.local.llm_server import LocalLLM
 
     local = LocalLLM(settings, show_progress=False, name=FULL_CONTEXT_SERVER)
     base_url = local.ensure_running()
-    return make_chat_model(settings, base_url=base_url, model=local.model_name, local_server=local.server)
+    model = make_chat_model(settings, base_url=base_url, model=local.model_name, local_server=local.server)
+    return model, served_slot_context(base_url)
+
+
+def _fit_to_server(cfg: Any, settings: Any, asked: int, served: int | None) -> None:
+    """Cut to what the server holds when it holds less than asked, and say so."""
+    from graphmem.evaluation.qa import full_context_limit
+
+    if served is not None and served < asked:
+        console.print(
+            f"[yellow]The full-context server on port {settings.local_llm_port} holds {served:,} tokens per slot, "
+            f"not {asked:,} (a server started earlier with other settings; stop it with `graphmem llm stop --name "
+            f"{FULL_CONTEXT_SERVER}`). Conversations are cut to fit it; the report says what was cut.[/]"
+        )
+        cfg.full_context_limit = full_context_limit(served, settings.llm_max_tokens)
 
 
 def _run_qa(
@@ -136,12 +166,20 @@ def _run_qa(
     elif wants_fc and fc_ctx != FULL_CONTEXT_CTX:  # a remote model: cut only when told its window
         cfg.full_context_limit = full_context_limit(fc_ctx, settings.llm_max_tokens)
 
+    only_fc = fc_settings is not None and set(cfg.systems) == {"full-context"} and not cfg.judge
+
     async def main(update: Callable[[str, int, int], None]) -> dict[str, Any]:
+        if only_fc:  # the main model server is not needed
+            fc_model, served = await asyncio.to_thread(_full_context_model, fc_settings)
+            _fit_to_server(cfg, fc_settings, fc_ctx, served)
+            async with await AsyncMemoryService.create(fc_settings, chat_model=fc_model) as fc:
+                return await run_qa_eval(fc, convs, cfg, out, progress=update, full_context_svc=fc)
         model = await asyncio.to_thread(chat_model, settings)  # the local LLM starts off the event loop
         async with await AsyncMemoryService.create(settings, chat_model=model) as svc:
             if fc_settings is None:
                 return await run_qa_eval(svc, convs, cfg, out, progress=update)
-            fc_model = await asyncio.to_thread(_full_context_model, fc_settings)
+            fc_model, served = await asyncio.to_thread(_full_context_model, fc_settings)
+            _fit_to_server(cfg, fc_settings, fc_ctx, served)
             async with await AsyncMemoryService.create(fc_settings, chat_model=fc_model, embedder=svc.embedder) as fc:
                 return await run_qa_eval(svc, convs, cfg, out, progress=update, full_context_svc=fc)
 
