@@ -745,8 +745,14 @@ async def run_qa_eval(
     fits: dict[str, FullContext] = {}
     records: list[dict[str, Any]] = []
     if not cfg.ingest_only:
-        total = n_questions * len(arms)
-        count = 0
+        # What this run must ask (a resumed run skips the rest): the bar whose rate and ETA mean something.
+        todo = sum(
+            needs_answer(done, arm.record_key(sid, q.index))
+            for sid, qs in questions.items()
+            for q in qs
+            for arm in arms
+        )
+        asked = 0
         per_arm = dict.fromkeys((a.system for a in arms), 0)
         with answers_path.open("a", encoding="utf-8") as sink:
             for conv in conversations:
@@ -771,12 +777,13 @@ async def run_qa_eval(
                             sink.write(json.dumps(rec, ensure_ascii=False) + "\n")
                             sink.flush()
                             done[key] = rec
+                            asked += 1
+                            if progress is not None:
+                                progress("answers to ask in this run, all systems", asked, todo)
                         records.append({**done[key], "system": arm.system})
-                        count += 1
                         per_arm[arm.system] += 1
                         if progress is not None:
                             progress(f"answer {arm.system}", per_arm[arm.system], n_questions)
-                            progress("answers, all systems", count, total)
         if "full-context" in kinds:  # what the arm sent (and cut) per conversation, also for reused answers
             for conv in conversations:
                 if questions[conv.sample_id] and conv.sample_id not in fits:

@@ -398,3 +398,12 @@ def test_full_context_server_slot_size_is_read_and_a_smaller_one_obeyed() -> Non
     assert cfg.full_context_limit == full_context_limit(32768, 512)
     _fit_to_server(cfg, fc, 32768, 8192)  # a server started earlier with a smaller slot
     assert cfg.full_context_limit == full_context_limit(8192, 512)
+
+
+def test_eta_line_counts_only_what_this_run_did() -> None:
+    from graphmem.interfaces.cli.evaluate import eta_line
+
+    assert eta_line("answer memory", 10, 100, 0.0) == "answer memory: 10/100, 0.000/s, ETA -"
+    # 40 found done in the answers file, 20 asked in 100 s: 0.2/s, 40 left -> 200 s
+    assert eta_line("answer memory", 60, 100, 100.0, done_at_start=40) == "answer memory: 60/100, 0.200/s, ETA 0:03:20"
+    assert eta_line("x", 5, 5, 10.0).endswith("done")

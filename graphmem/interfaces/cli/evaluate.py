@@ -37,9 +37,30 @@ SessOpt = Annotated[
 MaxQOpt = Annotated[int | None, typer.Option("--max-questions", help="at most this many questions per conversation")]
 
 
+LOG_EVERY_S = 60.0  # a line per bar this often when the output is not a terminal (a background run's log)
+
+
+def eta_line(label: str, done: int, total: int, elapsed: float, done_at_start: int = 0) -> str:
+    """``label: done/total, rate/s, ETA h:mm:ss`` for a log; the rate counts only what this run did
+    (what a resumed run found done costs nothing)."""
+    rate = (done - done_at_start) / elapsed if elapsed > 0 else 0.0
+    left = total - done
+    if left <= 0:
+        eta = "done"
+    elif rate > 0:
+        secs = int(left / rate)
+        eta = f"ETA {secs // 3600}:{secs % 3600 // 60:02d}:{secs % 60:02d}"
+    else:
+        eta = "ETA -"
+    return f"{label}: {done}/{total}, {rate:.3f}/s, {eta}"
+
+
 @contextmanager
 def progress_bars() -> Iterator[Callable[[str, int, int], None]]:
-    """A rich progress display; yields `update(label, done, total)`, one bar per label."""
+    """A rich progress display; yields `update(label, done, total)`, one bar per label. When the output is
+    not a terminal (a niced background run writing a log), a plain line per bar every minute instead."""
+    import time
+
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -50,11 +71,20 @@ def progress_bars() -> Iterator[Callable[[str, int, int], None]]:
         transient=False,
     ) as bars:
         tasks: dict[str, Any] = {}
+        first: dict[str, tuple[float, int]] = {}
+        logged: dict[str, float] = {}
 
         def update(label: str, done: int, total: int) -> None:
             if label not in tasks:
                 tasks[label] = bars.add_task(label, total=total)
             bars.update(tasks[label], completed=done, total=total)
+            if console.is_terminal:
+                return
+            now = time.monotonic()
+            start, done_at_start = first.setdefault(label, (now, done))
+            if done >= total or now - logged.get(label, start) >= LOG_EVERY_S:
+                logged[label] = now
+                console.print(eta_line(label, done, total, now - start, done_at_start), highlight=False)
 
         yield update
 
