@@ -113,6 +113,7 @@ class QAConfig:
     scope_prefix: str = "locomo"
     reference: bool = True  # the paper's Qwen2.5-1.5B rows beside the results (LoCoMo only)
     category_names: dict[int, str] = field(default_factory=lambda: dict(CATEGORY_NAMES))
+    answers: Path | None = None  # the answers file; default <out>/answers.jsonl (several reports may share one)
 
 
 def model_label(settings: Settings) -> str:
@@ -725,7 +726,8 @@ async def run_qa_eval(
     arms = resolve_arms(st, cfg, tag, raw_tag)
     kinds = {a.kind for a in arms}
     out_dir.mkdir(parents=True, exist_ok=True)
-    answers_path = out_dir / "answers.jsonl"
+    answers_path = cfg.answers or out_dir / "answers.jsonl"
+    answers_path.parent.mkdir(parents=True, exist_ok=True)
     done = load_answers(answers_path)
     questions = select_questions(conversations, cfg)
     n_questions = sum(len(v) for v in questions.values())

@@ -226,6 +226,16 @@ def test_cli_locomo_with_full_context_and_rag_baselines(
         res = CliRunner().invoke(app, [*args, "--baseline", "full-context,rag", "--sample", "3", "--out", str(out)])
         assert res.exit_code == 0, res.output
         assert len(main.calls) + len(fc.calls) == calls  # resumed: nothing asked again
+        # another report from the same answers: the budget curve's default point is the memory's answers
+        curve = tmp_path / "curve"
+        more = ["--budgets", "1000,2000", "--baseline", "full-context", "--baseline-only", "--sample", "3"]
+        res = CliRunner().invoke(app, [*args, *more, "--answers", str(out / "answers.jsonl"), "--out", str(curve)])
+        assert res.exit_code == 0, res.output
+        curve_data = json.loads((curve / "qa.json").read_text())
+        assert list(curve_data["systems"]) == ["memory@1000", "memory@2000", "full-context"]
+        assert len(main.calls) + len(fc.calls) == calls + 3  # only memory@2000 was asked (k=20)
+        assert not (curve / "answers.jsonl").exists()
+        assert "Budget curve" in (curve / "qa.md").read_text()
         res = CliRunner().invoke(app, [*args, "--baseline", "full-context,mem0", "--out", str(out)])
         assert res.exit_code != 0
     finally:

@@ -253,6 +253,13 @@ FcSharedOpt = Annotated[
     bool,
     typer.Option("--fc-shared-server", help="answer full-context on the main model server (its slot size limits it)"),
 ]
+AnswersOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--answers",
+        help="answers file to append to and resume from (default <out>/answers.jsonl); reports may share one",
+    ),
+]
 ConcurrencyOpt = Annotated[
     int | None,
     typer.Option(
@@ -302,6 +309,7 @@ def locomo_cmd(
     rag_k: Annotated[int, typer.Option("--rag-k", min=1, max=200, help="dense candidates of the rag arm")] = 50,
     token_budget: Annotated[int | None, typer.Option("--token-budget", help="context token budget of ask")] = None,
     ingest_only: Annotated[bool, typer.Option("--ingest-only", help="store the turns, answer nothing")] = False,
+    answers: AnswersOpt = None,
     concurrency: ConcurrencyOpt = None,
     fc_port: FcPortOpt = None,
     fc_ctx: FcCtxOpt = FULL_CONTEXT_CTX,
@@ -337,6 +345,7 @@ def locomo_cmd(
         sample=sample,
         rag_k=rag_k,
         raw_tag=raw_tag,
+        answers=answers,
     )
     settings = _settings(llm_temperature=temperature)
     convs = _conversations(data, conversations)
@@ -364,6 +373,7 @@ def longmemeval_cmd(
     judge: Annotated[bool, typer.Option("--judge", help="also grade answers with the LLM judge")] = False,
     tag: Annotated[str | None, typer.Option("--tag", help="scope tag (default: derived from the settings)")] = None,
     ingest_only: Annotated[bool, typer.Option("--ingest-only", help="store the histories, answer nothing")] = False,
+    answers: AnswersOpt = None,
     concurrency: ConcurrencyOpt = None,
     fc_port: FcPortOpt = None,
     fc_ctx: FcCtxOpt = FULL_CONTEXT_CTX,
@@ -396,6 +406,7 @@ def longmemeval_cmd(
         scope_prefix="lme",
         reference=False,
         category_names=dict(CATEGORY_NAMES),
+        answers=answers,
     )
     _run_qa(cfg, convs, _settings(), out, fc_port=fc_port, fc_ctx=fc_ctx, fc_shared=fc_shared, as_json=as_json)
 
