@@ -744,6 +744,14 @@ async def run_qa_eval(
         for conv in conversations:
             raw_stats[conv.sample_id] = await ingest_raw(svc, conv, raw_scopes[conv.sample_id], raw_tag, cfg.sessions)
 
+    # A conversation whose memory is not complete (turns that failed, retried on the next run) gets no
+    # memory answers in this run: an answer stored now would never be asked again on the whole memory.
+    incomplete = {sid: st["errors"] for sid, st in ingest_stats.items() if st.get("errors")}
+    skipped: dict[str, str] = {
+        sid: f"{n} turns failed to store; the memory's answers wait for a rerun, which retries them"
+        for sid, n in incomplete.items()
+    }
+
     fits: dict[str, FullContext] = {}
     records: list[dict[str, Any]] = []
     if not cfg.ingest_only:
@@ -753,6 +761,7 @@ async def run_qa_eval(
             for sid, qs in questions.items()
             for q in qs
             for arm in arms
+            if not (arm.kind == MEMORY and sid in incomplete)
         )
         asked = 0
         per_arm = dict.fromkeys((a.system for a in arms), 0)
@@ -762,6 +771,8 @@ async def run_qa_eval(
                 if not qs:
                     continue
                 for arm in arms:
+                    if arm.kind == MEMORY and conv.sample_id in incomplete:
+                        continue
                     for q in qs:
                         key = arm.record_key(conv.sample_id, q.index)
                         if needs_answer(done, key):
@@ -854,6 +865,7 @@ async def run_qa_eval(
         "config": config,
         "ingest": ingest_stats,
         "ingest_raw": raw_stats,
+        "skipped": skipped,
         "full_context": {sid: fc.info() for sid, fc in fits.items()},
         "systems": by_system,
         "comparisons": comparisons,

@@ -202,6 +202,8 @@ def qa_markdown(result: dict[str, Any]) -> str:
         ),
         "",
     ]
+    for sid, why in (result.get("skipped") or {}).items():
+        lines += [f"**{sid}: not answered by the memory in this run**: {why}.", ""]
     lines += qa_side_by_side(result)
     lines += qa_budget_curve(result)
     lines += qa_comparisons(result)

@@ -246,3 +246,23 @@ def test_cli_locomo_with_full_context_and_rag_baselines(
                     await BenchQueries(svc.store).delete_scope(sc)
 
         asyncio.run(drop())
+
+
+@aio
+async def test_memory_answers_wait_while_the_ingest_is_incomplete(
+    make_service: Any, cleanup: list[Scope], tmp_path: Path
+) -> None:
+    svc, _ = await make_service(amem_responder(answer="Lisbon"), max_content_chars=60)  # some turns fail
+    convs = load_locomo(LOCOMO)[1:]
+    tag = _tag()
+    cleanup.extend(_scopes("locomo", [tag], ["tiny-2"]))
+    cfg = QAConfig(tag=tag, systems=("memory", "full-context"))
+    result = await run_qa_eval(svc, convs, cfg, tmp_path)
+    failed = result["ingest"]["tiny-2"]["errors"]
+    assert failed > 0
+    assert "tiny-2" in result["skipped"]
+    assert result["systems"]["memory"]["by_category"] == {}  # nothing answered on a partial memory
+    assert result["systems"]["full-context"]["cost"]["overall"]["answered"] == 5  # the baseline needs no memory
+    answers = [json.loads(line) for line in (tmp_path / "answers.jsonl").read_text().splitlines()]
+    assert {a["system"] for a in answers} == {"full-context"}
+    assert "not answered by the memory in this run" in write_outputs(result, tmp_path)["markdown"].read_text()

@@ -306,7 +306,7 @@ def locomo_cmd(
             "--raw-tag", help="scope tag of the raw turns of rag / memory-no-llm (default raw-<text>-follows)"
         ),
     ] = None,
-    rag_k: Annotated[int, typer.Option("--rag-k", min=1, max=200, help="dense candidates of the rag arm")] = 50,
+    rag_k: Annotated[int, typer.Option("--rag-k", min=1, max=100, help="dense candidates of the rag arm")] = 50,
     token_budget: Annotated[int | None, typer.Option("--token-budget", help="context token budget of ask")] = None,
     ingest_only: Annotated[bool, typer.Option("--ingest-only", help="store the turns, answer nothing")] = False,
     answers: AnswersOpt = None,
