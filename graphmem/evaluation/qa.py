@@ -648,6 +648,11 @@ def summarise_system(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "llm_seconds": metrics.mean(r.get("seconds", {}).get("llm", 0.0) for r in ok),
             "errors": len(sel) - len(ok),
         }
+        for state in ("cold", "warm"):  # full context: the prompt cache's effect on the seconds per answer
+            timed = [r.get("seconds", {}).get("total", 0.0) for r in ok if r.get("cache") == state]
+            if timed:
+                cost[f"seconds_cache_{state}"] = metrics.mean(timed)
+                cost[f"answers_cache_{state}"] = len(timed)
         truncated = sum(1 for r in sel if r.get("truncated"))
         if truncated:
             cost["truncated"] = truncated
@@ -764,6 +769,7 @@ async def run_qa_eval(
             if not (arm.kind == MEMORY and sid in incomplete)
         )
         asked = 0
+        warmed: set[str] = set()  # conversations whose full context the server has seen in this run
         per_arm = dict.fromkeys((a.system for a in arms), 0)
         with answers_path.open("a", encoding="utf-8") as sink:
             for conv in conversations:
@@ -787,6 +793,9 @@ async def run_qa_eval(
                                     fits[conv.sample_id] = fit_conversation(conv, cfg.sessions, cfg.full_context_limit)
                                 fc = fits[conv.sample_id]
                                 rec = await answer_with_full_context(full_context_svc or svc, conv, q, fc, cfg, arm)
+                                # the first question of a conversation in this run fills the prompt cache
+                                rec["cache"] = "warm" if conv.sample_id in warmed else "cold"
+                                warmed.add(conv.sample_id)
                             sink.write(json.dumps(rec, ensure_ascii=False) + "\n")
                             sink.flush()
                             done[key] = rec

@@ -154,23 +154,35 @@ def qa_full_context(result: dict[str, Any]) -> list[str]:
         return []
     server = result["config"].get("full_context_server")
     where = (
-        f"a dedicated server: 1 slot of {server['local_llm_ctx']:,} tokens on port {server['local_llm_port']}"
+        f"its own model server ({server['local_llm_parallel']} slot(s) of {server['local_llm_ctx']:,} tokens, "
+        f"port {server['local_llm_port']})"
         if server
         else "the main model server"
     )
     limit = result["config"].get("full_context_limit")
+    limit_text = f"at most {limit:,} counted tokens of conversation" if limit else "no limit on the conversation"
     lines = [
         "## Full context: what was sent",
         "",
         (
-            f"Conversation first, question last, answered on {where}; limit "
-            f"{f'{limit:,}' if limit else 'none'} counted tokens of conversation. When a conversation does not fit, "
+            f"Conversation first, question last, answered on {where}; {limit_text}. When a conversation does not fit, "
             "its oldest turns are cut; answers on a cut conversation are marked `truncated` in answers.jsonl."
         ),
         "",
         "| conversation | tokens (whole) | tokens sent | fits | turns sent | turns cut | sessions cut | first turn sent |",
         "|---|---|---|---|---|---|---|---|",
     ]
+    fc_cost = (result["systems"].get("full-context") or {}).get("cost", {}).get("overall") or {}
+    if "seconds_cache_cold" in fc_cost or "seconds_cache_warm" in fc_cost:
+        lines[4:4] = [
+            (
+                f"Seconds per answer: {_f(fc_cost.get('seconds_cache_cold'), 1, 1)} for the first question of a "
+                f"conversation in a run (prompt cache cold: the whole conversation processed; "
+                f"n={fc_cost.get('answers_cache_cold', 0)}), {_f(fc_cost.get('seconds_cache_warm'), 1, 1)} for "
+                f"the others (the cached conversation reused; n={fc_cost.get('answers_cache_warm', 0)})."
+            ),
+            "",
+        ]
     for sid, fc in fits.items():
         lines.append(
             f"| {sid} | {fc['whole_tokens']:,} | {fc['tokens']:,} | {_f(fc['fits'])} | {fc['turns']} | {fc['cut_turns']} | "

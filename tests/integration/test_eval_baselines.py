@@ -111,6 +111,8 @@ async def test_memory_budgets_and_baselines_side_by_side(
     assert fc["by_category"]["4"]["count"] == 2  # tiny-1's two single-hop questions only
     assert fc["by_category"]["4"]["f1"] == pytest.approx(0.5)  # "Pixel" right once, wrong once
     assert result["full_context"]["tiny-1"]["fits"] and result["full_context"]["tiny-1"]["turns"] == 11
+    assert (cost["answers_cache_cold"], cost["answers_cache_warm"]) == (1, 8)  # tiny-2's first was refused
+    assert cost["seconds_cache_cold"] > 0
     fc_prompts = [str(m[-1].content) for m in fc_model.calls if step_of(m) == "answer"]
     assert fc_prompts and all(p.index("Ada: Hi Ben!") < p.index("Question:") for p in fc_prompts if "Ada:" in p)
 
