@@ -268,3 +268,36 @@ async def test_memory_answers_wait_while_the_ingest_is_incomplete(
     answers = [json.loads(line) for line in (tmp_path / "answers.jsonl").read_text().splitlines()]
     assert {a["system"] for a in answers} == {"full-context"}
     assert "not answered by the memory in this run" in write_outputs(result, tmp_path)["markdown"].read_text()
+
+
+def test_cli_longmemeval(
+    settings: Settings, embedder: Embeddings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import graphmem.local
+    from graphmem.interfaces.cli import app
+    from graphmem.interfaces.cli import evaluate as cli
+
+    main = ScriptedChatModel(amem_responder(answer="teal"))
+    monkeypatch.setattr(graphmem.local, "chat_model", lambda s: main)
+    monkeypatch.setattr(cli, "_settings", lambda **kw: settings)
+    raw = _tag()
+    out = tmp_path / "lme"
+    args = ["eval", "longmemeval", "--data", str(LME), "-q", "tiny0001,4", "--out", str(out)]
+    try:
+        res = CliRunner().invoke(app, [*args, "--baseline", "rag", "--baseline-only", "--raw-tag", raw])
+        assert res.exit_code == 0, res.output
+        data = json.loads((out / "qa.json").read_text())
+        assert list(data["systems"]) == ["rag"] and data["questions"] == 2
+        assert data["config"]["scope_prefix"] == "lme" and data["config"]["cat5_prompt"] == "open"
+        assert data["ingest_raw"]["tiny0004_abs"]["scope"].startswith(f"lme-{raw}-tiny0004_abs")
+        assert data["systems"]["rag"]["by_category"]["4"]["f1"] == pytest.approx(1.0)
+        assert data["reference"] is None
+        assert "abstention" in (out / "qa.md").read_text()
+    finally:
+
+        async def drop() -> None:
+            async with await AsyncMemoryService.create(settings, embedder=embedder) as svc:
+                for sc in _scopes("lme", [raw], ["tiny0001", "tiny0004_abs"]):
+                    await BenchQueries(svc.store).delete_scope(sc)
+
+        asyncio.run(drop())

@@ -407,3 +407,21 @@ def test_eta_line_counts_only_what_this_run_did() -> None:
     # 40 found done in the answers file, 20 asked in 100 s: 0.2/s, 40 left -> 200 s
     assert eta_line("answer memory", 60, 100, 100.0, done_at_start=40) == "answer memory: 60/100, 0.200/s, ETA 0:03:20"
     assert eta_line("x", 5, 5, 10.0).endswith("done")
+
+
+def test_llm_stop_names_the_full_context_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from graphmem.interfaces.cli import app
+    from graphmem.interfaces.cli import llm as llm_cli
+
+    monkeypatch.setattr(llm_cli, "_settings", lambda model: Settings(home=tmp_path))
+    state = tmp_path / "llm"
+    state.mkdir()
+    # a record naming a process that is not a llama.cpp server: nothing is killed, the record goes
+    (state / "server-full-context.json").write_text(json.dumps({"pid": 1, "port": 8012, "model": "x"}))
+    res = CliRunner().invoke(app, ["llm", "stop", "--name", "server-full-context", "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout) == {"stopped": False}
+    assert not (state / "server-full-context.json").exists()
+    assert CliRunner().invoke(app, ["llm", "stop", "--name", "other"]).exit_code != 0

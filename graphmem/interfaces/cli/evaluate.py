@@ -253,6 +253,11 @@ FcSharedOpt = Annotated[
     bool,
     typer.Option("--fc-shared-server", help="answer full-context on the main model server (its slot size limits it)"),
 ]
+RawTagOpt = Annotated[
+    str | None,
+    typer.Option("--raw-tag", help="scope tag of the raw turns of rag / memory-no-llm (default raw-<text>-follows)"),
+]
+RagKOpt = Annotated[int, typer.Option("--rag-k", min=1, max=100, help="dense candidates of the rag arm")]
 AnswersOpt = Annotated[
     Path | None,
     typer.Option(
@@ -300,13 +305,8 @@ def locomo_cmd(
     tag: Annotated[
         str | None, typer.Option("--tag", help="scope tag (default: derived from model and ablation settings)")
     ] = None,
-    raw_tag: Annotated[
-        str | None,
-        typer.Option(
-            "--raw-tag", help="scope tag of the raw turns of rag / memory-no-llm (default raw-<text>-follows)"
-        ),
-    ] = None,
-    rag_k: Annotated[int, typer.Option("--rag-k", min=1, max=100, help="dense candidates of the rag arm")] = 50,
+    raw_tag: RawTagOpt = None,
+    rag_k: RagKOpt = 50,
     token_budget: Annotated[int | None, typer.Option("--token-budget", help="context token budget of ask")] = None,
     ingest_only: Annotated[bool, typer.Option("--ingest-only", help="store the turns, answer nothing")] = False,
     answers: AnswersOpt = None,
@@ -372,6 +372,8 @@ def longmemeval_cmd(
     token_budget: Annotated[int | None, typer.Option("--token-budget", help="context token budget of ask")] = None,
     judge: Annotated[bool, typer.Option("--judge", help="also grade answers with the LLM judge")] = False,
     tag: Annotated[str | None, typer.Option("--tag", help="scope tag (default: derived from the settings)")] = None,
+    raw_tag: RawTagOpt = None,
+    rag_k: RagKOpt = 50,
     ingest_only: Annotated[bool, typer.Option("--ingest-only", help="store the histories, answer nothing")] = False,
     answers: AnswersOpt = None,
     concurrency: ConcurrencyOpt = None,
@@ -407,6 +409,8 @@ def longmemeval_cmd(
         reference=False,
         category_names=dict(CATEGORY_NAMES),
         answers=answers,
+        raw_tag=raw_tag,
+        rag_k=rag_k,
     )
     _run_qa(cfg, convs, _settings(), out, fc_port=fc_port, fc_ctx=fc_ctx, fc_shared=fc_shared, as_json=as_json)
 
