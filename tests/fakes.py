@@ -15,7 +15,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from graphmem.llm import prompts
+from graphmem.service.linking import prompts
 
 Responder = Callable[[list[BaseMessage]], AIMessage]
 

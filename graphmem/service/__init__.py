@@ -3,7 +3,7 @@ blocking facade ``MemoryService``. This package face is the core's public API fo
 (``graphmem.local``, ``graphmem.evaluation``)."""
 
 from graphmem.models import NoteInput, SearchFilters, SearchMode
-from graphmem.service.context import Context, build_context
+from graphmem.service.answer_context import Context, build_context
 from graphmem.service.memory import AsyncMemoryService, Progress
 from graphmem.service.sync import MemoryService
 from graphmem.service.text import embed_text

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import threading
-from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -21,8 +21,6 @@ from graphmem.models import (
     LIMITS,
     AddResult,
     AskResult,
-    ConstructedNote,
-    EvolutionPlan,
     IngestItem,
     IngestReport,
     Link,
@@ -40,6 +38,7 @@ from graphmem.models import (
     VersionDiff,
 )
 from graphmem.service.chat import ChatModelSource
+from graphmem.service.linking import LinkDecider
 from graphmem.service.memory import AsyncMemoryService, Progress
 
 T = TypeVar("T")
@@ -70,11 +69,24 @@ class MemoryService:
         chat_model: ChatModelSource = None,
         embedder: Embeddings | None = None,
         bootstrap: bool = True,
+        link_decider: LinkDecider | None = None,
+        link_model: ChatModelSource = None,
+        enrich_model: ChatModelSource = None,
+        answer_model: ChatModelSource = None,
     ) -> None:
         self._loop = _LoopThread()
         try:
             self.aio = self._loop.run(
-                AsyncMemoryService.create(settings, chat_model=chat_model, embedder=embedder, bootstrap=bootstrap)
+                AsyncMemoryService.create(
+                    settings,
+                    chat_model=chat_model,
+                    embedder=embedder,
+                    bootstrap=bootstrap,
+                    link_decider=link_decider,
+                    link_model=link_model,
+                    enrich_model=enrich_model,
+                    answer_model=answer_model,
+                )
             )
         except BaseException:
             self._loop.stop()
@@ -135,61 +147,6 @@ class MemoryService:
                 follows=follows,
             )
         )
-
-    def construct_note(
-        self,
-        content: str,
-        scope: Scope,
-        *,
-        note_id: str | None = None,
-        event_time: datetime | str | None = None,
-        category: str | None = None,
-        source_id: str | None = None,
-        metadata: dict[str, str] | None = None,
-        enrich: bool | None = None,
-    ) -> ConstructedNote:
-        return self._loop.run(
-            self.aio.construct_note(
-                content,
-                scope,
-                note_id=note_id,
-                event_time=event_time,
-                category=category,
-                source_id=source_id,
-                metadata=metadata,
-                enrich=enrich,
-            )
-        )
-
-    def neighbours(
-        self,
-        built: ConstructedNote,
-        *,
-        in_flight: Sequence[ConstructedNote] = (),
-        exclude_ids: Sequence[str] = (),
-    ) -> builtins.list[Note]:
-        return self._loop.run(self.aio.neighbours(built, in_flight=in_flight, exclude_ids=exclude_ids))
-
-    def decide_links(self, built: ConstructedNote, *, neighbours: Sequence[Note] | None = None) -> EvolutionPlan:
-        return self._loop.run(self.aio.decide_links(built, neighbours=neighbours))
-
-    def write_note(
-        self,
-        built: ConstructedNote,
-        plan: EvolutionPlan,
-        *,
-        follows: str | None = None,
-        embedded: Mapping[str, Sequence[float]] | None = None,
-    ) -> AddResult:
-        return self._loop.run(self.aio.write_note(built, plan, follows=follows, embedded=embedded))
-
-    def write_notes(
-        self, writes: Sequence[tuple[ConstructedNote, EvolutionPlan, str | None, Mapping[str, Sequence[float]] | None]]
-    ) -> builtins.list[AddResult]:
-        return self._loop.run(self.aio.write_notes(writes))
-
-    def embed_updates(self, plan: EvolutionPlan, usage: Usage | None = None) -> dict[str, builtins.list[float]]:
-        return self._loop.run(self.aio.embed_updates(plan, usage))
 
     def add_many(
         self,

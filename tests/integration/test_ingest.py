@@ -387,7 +387,7 @@ async def test_a_group_write_is_one_ordered_all_or_nothing_statement(
     earlier one of the same call, each evolution keeping a version); a stale plan writes nothing."""
     svc, _ = await make_service()
     built = [
-        await svc.construct_note(c, scope, note_id=f"{scope.user_id}-g{i}", enrich=False)
+        await svc.steps.construct_note(c, scope, note_id=f"{scope.user_id}-g{i}", enrich=False)
         for i, c in enumerate(PETS[:3])
     ]
     first = built[0].note
@@ -401,7 +401,7 @@ async def test_a_group_write_is_one_ordered_all_or_nothing_statement(
         )
 
     second_view = first.model_copy(update={"context": "Pixel, second.", "tags": [*first.tags, "second"], "version": 2})
-    results = await svc.write_notes(
+    results = await svc.steps.write_notes(
         [
             (built[0], EvolutionPlan(), None, None),
             (built[1], evolve_first(first, "second"), first.id, None),
@@ -420,9 +420,13 @@ async def test_a_group_write_is_one_ordered_all_or_nothing_statement(
     ]
 
     # Planned on version 1, which is gone: the whole statement is rolled back.
-    late = [await svc.construct_note(PETS[k], scope, note_id=f"{scope.user_id}-g{k}", enrich=False) for k in (3, 4)]
+    late = [
+        await svc.steps.construct_note(PETS[k], scope, note_id=f"{scope.user_id}-g{k}", enrich=False) for k in (3, 4)
+    ]
     with pytest.raises(StaleWriteError):
-        await svc.write_notes([(late[0], EvolutionPlan(), None, None), (late[1], evolve_first(first, "x"), None, None)])
+        await svc.steps.write_notes(
+            [(late[0], EvolutionPlan(), None, None), (late[1], evolve_first(first, "x"), None, None)]
+        )
     assert graph.q("MATCH (n:Note {id: $id}) RETURN n", id=late[0].note.id) == []
     assert graph.q("MATCH (n:Note {id: $id}) RETURN n.version AS v", id=first.id)[0]["v"] == 3
 

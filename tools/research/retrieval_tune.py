@@ -27,7 +27,7 @@ import numpy as np
 from graphmem.evaluation.locomo import load_locomo
 from graphmem.evaluation.retrieval import scope_for
 from graphmem.models import LinkedNote, LinkedVia, LinkType, Note, SearchHit, TextMatch
-from graphmem.service.context import build_context
+from graphmem.service.answer_context import build_context
 from graphmem.service.retrieve import fuse, rank_with_links
 
 _LUCENE_SPECIAL = re.compile(r'([+\-&|!(){}\[\]^"~*?:\\/])')
