@@ -106,7 +106,6 @@ class AsyncMemoryService:
     ) -> None:
         self.settings = settings
         self.store = store
-        self.embedder = embedder
         self._chat = ChatModelSlot(settings, chat_model)
         slots = {
             role: self._chat if model is None else ChatModelSlot(settings, model)
@@ -194,6 +193,15 @@ class AsyncMemoryService:
     async def llm_caller(self) -> LLMCaller:
         """The LLM the service calls (waits for a chat model that is still starting)."""
         return await self._chat.caller()
+
+    @property
+    def embedder(self) -> Embeddings:
+        """The embedder of notes and queries (the add steps' own: replacing it here replaces it there)."""
+        return self.steps.embedder
+
+    @embedder.setter
+    def embedder(self, embedder: Embeddings) -> None:
+        self.steps.embedder = embedder
 
     @property
     def chats(self) -> HistoryStore:
