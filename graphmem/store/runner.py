@@ -14,6 +14,7 @@ stores, the schema bootstrap and the benchmark queries take a runner, never the 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Self, TypeVar
@@ -34,6 +35,7 @@ T = TypeVar("T")
 Rows = list[dict[str, Any]]
 QueryTable = Callable[[queries.QueryLine], Mapping[str, Query]]
 
+_YIELD_EVERY = 32  # records mapped between two yields to the event loop (a few ms of work)
 _READ_RETRY_S = 5.0  # as long as the driver retries managed transactions (max_transaction_retry_time)
 
 
@@ -214,3 +216,18 @@ def plain(records: Sequence[Record]) -> Rows:
     """Records as dicts of their values. Every query returns maps, lists and scalars (no nodes), so
     the driver's recursive ``Record.data()`` conversion, a third of a big search's time, is not needed."""
     return [dict(zip(r.keys(), r, strict=True)) for r in records]
+
+
+X = TypeVar("X")
+
+
+async def mapped(items: Sequence[X], convert: Callable[[X], T]) -> list[T]:
+    """``convert`` over ``items``, yielding to the event loop every ``_YIELD_EVERY``: mapping a big
+    answer (hundreds of notes of tens of KB) in one go held the loop for 100 ms and more, and every
+    other request (``/health`` too) waited (issue 16)."""
+    out: list[T] = []
+    for i, item in enumerate(items):
+        if i and not i % _YIELD_EVERY:
+            await asyncio.sleep(0)
+        out.append(convert(item))
+    return out
