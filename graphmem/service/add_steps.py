@@ -210,6 +210,51 @@ class AddSteps:
         texts = [self.embed_text(n) for n in evolved_notes(plan)]
         return dict(zip(texts, await self.embed(texts, usage), strict=True))
 
+    # --- the steps of update and repair ----------------------------------------------------------
+
+    async def rewrite(self, note: Note, usage: Usage, rejected: list[str], *, enrich: bool) -> int | None:
+        """``update``'s step: ``note`` (with its new content) re-enriched (when ``enrich``) and
+        re-embedded, written as a new version (``changed_by`` "update"); the version, or None when
+        the note is gone."""
+        if enrich:
+            await self.enrich(note, usage, rejected)
+        (embedding,) = await self.embed([self.embed_text(note)], usage)
+        return await self.store.revise(
+            note.id,
+            note.scope,
+            content=note.content,
+            context=note.context,
+            tags=note.tags,
+            keywords=note.keywords,
+            enrichment=note.enrichment,
+            embedding=embedding,
+            changed_by="update",
+        )
+
+    async def repair(self, note: Note) -> bool:
+        """``repair``'s step: a note stored raw after an LLM failure enriched again, re-embedded and
+        written as a new version (``changed_by`` "repair"), then its links decided and written (no
+        evolution: its neighbours moved on since). Whether the enrichment succeeded this time."""
+        built = ConstructedNote(note=note, embedding=[])
+        if not await self.enrich(note, built.usage):
+            return False
+        (built.embedding,) = await self.embed([self.embed_text(note)], built.usage)
+        await self.store.revise(
+            note.id,
+            note.scope,
+            content=note.content,
+            context=note.context,
+            tags=note.tags,
+            keywords=note.keywords,
+            enrichment=EnrichmentStatus.DONE,
+            embedding=built.embedding,
+            changed_by="repair",
+        )
+        plan = await self.decide_links(built)
+        if plan.links:
+            await self.store.create_links(note.id, note.scope, plan.links, caused_by=note.id)
+        return True
+
     # --- step 3: the write ----------------------------------------------------------------------
 
     async def write_note(

@@ -17,7 +17,6 @@ module, the add's in one object (``AddSteps``, ``svc.steps``).
 from __future__ import annotations
 
 import asyncio
-import builtins
 import time
 import warnings
 from collections.abc import Callable, Iterable, Sequence
@@ -36,7 +35,6 @@ from graphmem.models import (
     MANUAL_CAUSE,
     AddResult,
     AskResult,
-    ConstructedNote,
     EnrichmentStatus,
     EvolutionPlan,
     IngestItem,
@@ -295,7 +293,7 @@ class AsyncMemoryService:
         batch_size: int = 1000,
         progress: Progress | None = None,
         usage: Usage | None = None,
-    ) -> builtins.list[str]:
+    ) -> list[str]:
         """Bulk import without LLM calls (raw mode): validate all, embed in batches, write in chunks.
 
         Returns the ids of the notes (existing ids are kept, not duplicated). Nothing is written when
@@ -345,7 +343,7 @@ class AsyncMemoryService:
         concurrency: int | None = None,
         enrich: bool | None = None,
         on_item: Callable[[IngestItem], None] | None = None,
-    ) -> builtins.list[IngestReport]:
+    ) -> list[IngestReport]:
         """``ingest`` of several scopes at once, sharing ``concurrency``: the scopes run in parallel,
         each in its own order. One report per (scope, items) pair, in the same order."""
         return await ingest.ingest(
@@ -358,25 +356,12 @@ class AsyncMemoryService:
 
     async def update(self, note_id: str, scope: Scope, content: str) -> AddResult:
         """New content: re-enrich, re-embed, keep the previous values as a version."""
-        usage, rejected = Usage(), builtins.list[str]()
+        usage, rejected = Usage(), list[str]()
         started = time.perf_counter()
         old = await self._require(note_id, scope)
         content = validate_content(content, self.settings.max_content_chars)
         note = old.model_copy(update={"content": content})
-        if self.settings.enable_enrichment:
-            await self.steps.enrich(note, usage, rejected)
-        (embedding,) = await self.steps.embed([self.steps.embed_text(note)], usage)
-        version = await self.store.revise(
-            note_id,
-            scope,
-            content=content,
-            context=note.context,
-            tags=note.tags,
-            keywords=note.keywords,
-            enrichment=note.enrichment,
-            embedding=embedding,
-            changed_by="update",
-        )
+        version = await self.steps.rewrite(note, usage, rejected, enrich=self.settings.enable_enrichment)
         if version is None:
             raise NoteNotFoundError(note_id)
         note.version = version
@@ -390,27 +375,8 @@ class AsyncMemoryService:
         repaired = 0
         for note_id in await self.store.pending(scope, limit):
             note = await self.store.get(note_id, scope)
-            if note is None:
-                continue
-            built = ConstructedNote(note=note, embedding=[])
-            if not await self.steps.enrich(note, built.usage):
-                continue
-            (built.embedding,) = await self.steps.embed([self.steps.embed_text(note)], built.usage)
-            await self.store.revise(
-                note_id,
-                scope,
-                content=note.content,
-                context=note.context,
-                tags=note.tags,
-                keywords=note.keywords,
-                enrichment=EnrichmentStatus.DONE,
-                embedding=built.embedding,
-                changed_by="repair",
-            )
-            plan = await self.steps.decide_links(built)
-            if plan.links:
-                await self.store.create_links(note.id, scope, plan.links, caused_by=note.id)
-            repaired += 1
+            if note is not None and await self.steps.repair(note):
+                repaired += 1
         return repaired
 
     async def delete(self, note_id: str, scope: Scope) -> bool:
@@ -492,7 +458,7 @@ class AsyncMemoryService:
     async def get(self, note_id: str, scope: Scope) -> Note:
         return await self._require(note_id, scope)
 
-    async def list(self, scope: Scope, *, limit: int = 50, offset: int = 0) -> builtins.list[Note]:
+    async def _list(self, scope: Scope, *, limit: int = 50, offset: int = 0) -> list[Note]:
         """A page of the scope's notes, newest first (``limit`` up to ``LIMITS.page_max``)."""
         _page(limit, offset, LIMITS.page_max)
         async with self._reads:
@@ -507,7 +473,7 @@ class AsyncMemoryService:
 
     async def links(
         self, note_id: str, scope: Scope, *, limit: int = LIMITS.links_page_max, offset: int = 0
-    ) -> builtins.list[Link]:
+    ) -> list[Link]:
         """A page of the note's typed links (both directions), oldest first."""
         _page(limit, offset, LIMITS.links_page_max)
         await self._require(note_id, scope)
@@ -516,7 +482,7 @@ class AsyncMemoryService:
 
     async def history(
         self, note_id: str, scope: Scope, *, limit: int = LIMITS.history_page_max, offset: int = 0
-    ) -> builtins.list[NoteVersion]:
+    ) -> list[NoteVersion]:
         """A page of the note's earlier versions, oldest first (the note itself is the newest)."""
         _page(limit, offset, LIMITS.history_page_max)
         await self._require(note_id, scope)
@@ -525,17 +491,17 @@ class AsyncMemoryService:
 
     async def history_diff(
         self, note_id: str, scope: Scope, *, limit: int = LIMITS.history_page_max, offset: int = 0
-    ) -> builtins.list[VersionDiff]:
+    ) -> list[VersionDiff]:
         """What changed from each version to the next, oldest first, paged by step: a word diff of
         content and context, tags and keywords added and removed, and the cause of each step."""
         return await versions.history_diff(self.store, note_id, scope, limit=limit, offset=offset)
 
-    async def scopes(self, user_id: str | None = None) -> builtins.list[Scope]:
+    async def scopes(self, user_id: str | None = None) -> list[Scope]:
         if user_id is not None:
             check_id(user_id, "user_id")
         return await self.store.scopes(user_id)
 
-    async def export_notes(self, scope: Scope) -> builtins.list[dict[str, Any]]:
+    async def export_notes(self, scope: Scope) -> list[dict[str, Any]]:
         async with self._reads:
             return await transfer.export_records(self.store, scope)
 
@@ -553,7 +519,7 @@ class AsyncMemoryService:
         filters: SearchFilters | None = None,
         usage: Usage | None = None,
         query_embedding: Sequence[float] | None = None,
-    ) -> builtins.list[SearchHit]:
+    ) -> list[SearchHit]:
         """Top-k notes of the scope for a query; each hit says how it was found.
 
         mode: ``SearchMode`` or its value: "vector" (HNSW), "links" (vector + one hop along typed
@@ -629,6 +595,10 @@ class AsyncMemoryService:
         llm = await self._answer.caller()
         text = await llm.text(answer_messages(question, context, instructions), usage or Usage())
         return text.strip()
+
+    # The public name is ``list``; the method is written as ``_list`` so that ``list`` in the class
+    # body stays the builtin (the annotations say ``list[Note]``, not ``builtins.list[Note]``).
+    list = _list
 
 
 def _page(limit: int, offset: int, most: int) -> None:

@@ -8,7 +8,6 @@ every public coroutine of the async service has a method here with the same para
 from __future__ import annotations
 
 import asyncio
-import builtins
 import threading
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from datetime import datetime
@@ -156,7 +155,7 @@ class MemoryService:
         batch_size: int = 1000,
         progress: Progress | None = None,
         usage: Usage | None = None,
-    ) -> builtins.list[str]:
+    ) -> list[str]:
         return self._loop.run(self.aio.add_many(items, scope, batch_size=batch_size, progress=progress, usage=usage))
 
     def ingest(
@@ -177,7 +176,7 @@ class MemoryService:
         concurrency: int | None = None,
         enrich: bool | None = None,
         on_item: Callable[[IngestItem], None] | None = None,
-    ) -> builtins.list[IngestReport]:
+    ) -> list[IngestReport]:
         return self._loop.run(self.aio.ingest_scopes(batches, concurrency=concurrency, enrich=enrich, on_item=on_item))
 
     def update(self, note_id: str, scope: Scope, content: str) -> AddResult:
@@ -206,7 +205,7 @@ class MemoryService:
     def get(self, note_id: str, scope: Scope) -> Note:
         return self._loop.run(self.aio.get(note_id, scope))
 
-    def list(self, scope: Scope, *, limit: int = 50, offset: int = 0) -> builtins.list[Note]:
+    def _list(self, scope: Scope, *, limit: int = 50, offset: int = 0) -> list[Note]:
         return self._loop.run(self.aio.list(scope, limit=limit, offset=offset))
 
     def count(self, scope: Scope) -> int:
@@ -215,19 +214,17 @@ class MemoryService:
     def find_by_source(self, source_ids: Sequence[str], scope: Scope) -> dict[str, str]:
         return self._loop.run(self.aio.find_by_source(source_ids, scope))
 
-    def links(
-        self, note_id: str, scope: Scope, *, limit: int = LIMITS.links_page_max, offset: int = 0
-    ) -> builtins.list[Link]:
+    def links(self, note_id: str, scope: Scope, *, limit: int = LIMITS.links_page_max, offset: int = 0) -> list[Link]:
         return self._loop.run(self.aio.links(note_id, scope, limit=limit, offset=offset))
 
     def history(
         self, note_id: str, scope: Scope, *, limit: int = LIMITS.history_page_max, offset: int = 0
-    ) -> builtins.list[NoteVersion]:
+    ) -> list[NoteVersion]:
         return self._loop.run(self.aio.history(note_id, scope, limit=limit, offset=offset))
 
     def history_diff(
         self, note_id: str, scope: Scope, *, limit: int = LIMITS.history_page_max, offset: int = 0
-    ) -> builtins.list[VersionDiff]:
+    ) -> list[VersionDiff]:
         return self._loop.run(self.aio.history_diff(note_id, scope, limit=limit, offset=offset))
 
     def rollback(self, note_id: str, scope: Scope, version: int) -> RollbackResult:
@@ -246,10 +243,10 @@ class MemoryService:
             self.aio.undo_add(note_id, scope, delete_note=delete_note, keep_follows=keep_follows, dry_run=dry_run)
         )
 
-    def scopes(self, user_id: str | None = None) -> builtins.list[Scope]:
+    def scopes(self, user_id: str | None = None) -> list[Scope]:
         return self._loop.run(self.aio.scopes(user_id))
 
-    def export_notes(self, scope: Scope) -> builtins.list[dict[str, Any]]:
+    def export_notes(self, scope: Scope) -> list[dict[str, Any]]:
         return self._loop.run(self.aio.export_notes(scope))
 
     def health(self) -> dict[str, Any]:
@@ -268,7 +265,7 @@ class MemoryService:
         filters: SearchFilters | None = None,
         usage: Usage | None = None,
         query_embedding: Sequence[float] | None = None,
-    ) -> builtins.list[SearchHit]:
+    ) -> list[SearchHit]:
         return self._loop.run(
             self.aio.search(query, scope, k=k, mode=mode, filters=filters, usage=usage, query_embedding=query_embedding)
         )
@@ -300,3 +297,7 @@ class MemoryService:
         self, question: str, context: str, *, instructions: str | None = None, usage: Usage | None = None
     ) -> str:
         return self._loop.run(self.aio.answer(question, context, instructions=instructions, usage=usage))
+
+    # The public name is ``list``; the method is written as ``_list`` so that ``list`` in the class
+    # body stays the builtin (the annotations say ``list[Note]``, not ``builtins.list[Note]``).
+    list = _list
