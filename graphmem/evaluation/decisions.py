@@ -15,7 +15,6 @@ link. See docs/evaluation.md for the metric definitions.
 from __future__ import annotations
 
 import json
-import math
 import statistics
 import time
 from collections import Counter
@@ -31,6 +30,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator, model_v
 from graphmem.errors import InvalidInputError
 from graphmem.models import FOLLOWS_REASON, Link, LinkType, NeighbourChange, Note, Scope, Usage, check_id
 from graphmem.service import content_words, copies, stem, supported_share, tokens
+from graphmem.service import cosine as _cos
 
 Progress = Callable[[str, int, int], None]
 Embed = Callable[[Sequence[str]], list[list[float]]]
@@ -184,13 +184,6 @@ def llm_links(turn: TurnRun) -> list[Link]:
 
 
 # --- scoring (pure) ----------------------------------------------------------------------------------
-
-
-def _cos(a: Sequence[float], b: Sequence[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b, strict=True))
-    na = math.sqrt(sum(x * x for x in a))
-    nb = math.sqrt(sum(y * y for y in b))
-    return dot / (na * nb) if na and nb else 0.0
 
 
 def _ratio(num: float, den: float) -> float | None:

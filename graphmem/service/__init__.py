@@ -6,7 +6,7 @@ from graphmem.models import NoteInput, SearchFilters, SearchMode
 from graphmem.service.answer_context import Context, build_context
 from graphmem.service.memory import AsyncMemoryService, Progress
 from graphmem.service.sync import MemoryService
-from graphmem.service.text import embed_text
+from graphmem.service.text import cosine, embed_text
 from graphmem.service.wording import content_words, copies, stem, supported_share, tokens
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "build_context",
     "content_words",
     "copies",
+    "cosine",
     "embed_text",
     "stem",
     "supported_share",

@@ -47,9 +47,9 @@ QUESTION_WORDS = frozenset(
 
 def rewrites() -> dict[str, Callable[[str], str | None]]:
     """The query rewrites the cache holds full-text rows for (names are the cache's keys)."""
-    from graphmem.store.fulltext import STOP_WORDS, lucene_query
+    from graphmem.store.fulltext import LUCENE_STOP_WORDS, lucene_query
 
-    with_question = STOP_WORDS | QUESTION_WORDS
+    with_question = LUCENE_STOP_WORDS | QUESTION_WORDS
 
     def plain(q: str) -> str | None:
         return lucene_of(_WORD.findall(q))

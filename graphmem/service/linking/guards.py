@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from graphmem.models import Note
 from graphmem.service.wording import (
-    STOP_WORDS,
+    GUARD_STOP_WORDS,
     content_words,
     copies,
     proper_names,
@@ -60,7 +60,7 @@ def shared_words_reason(source: Note, target: Note, limit: int = 4) -> str:
     seen: dict[str, str] = {}  # stem -> the first surface form
     for word in words(source.content):
         low = word.lower()
-        if low in STOP_WORDS or not (len(low) >= 3 or low.isdigit()):
+        if low in GUARD_STOP_WORDS or not (len(low) >= 3 or low.isdigit()):
             continue
         key = stem(low)
         if key in shared and key not in seen:
