@@ -61,7 +61,7 @@ from graphmem.ports import HistoryStore, ItemStore, NoteStore
 from graphmem.service import bulk, ingest, retrieve, transfer, versions
 from graphmem.service.add_steps import AddSteps
 from graphmem.service.answer_context import build_context
-from graphmem.service.chat import ChatModelSlot, ChatModelSource
+from graphmem.service.chat_model import ChatModelSlot, ChatModelSource
 from graphmem.service.items import ItemService
 from graphmem.service.linking import MAX_REASON_CHARS, LinkDecider, decider_for
 from graphmem.service.stats import RetrievalStats

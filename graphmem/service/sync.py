@@ -36,7 +36,7 @@ from graphmem.models import (
     Usage,
     VersionDiff,
 )
-from graphmem.service.chat import ChatModelSource
+from graphmem.service.chat_model import ChatModelSource
 from graphmem.service.linking import LinkDecider
 from graphmem.service.memory import AsyncMemoryService, Progress
 
