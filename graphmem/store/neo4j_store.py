@@ -72,63 +72,16 @@ class Neo4jNoteStore(NoteSearch):
     # --- writes ---------------------------------------------------------------------------------
 
     async def add(self, write: AddWrite) -> AddOutcome:
-        """Write a note with its links and neighbour evolutions in ONE transaction.
+        """Write a note with its links and neighbour evolutions in ONE transaction: ``add_group`` of
+        one write, so the add's Cypher exists once (``notes/add_group``).
 
         When the id already exists in this scope nothing is written (idempotent add). Ids are unique
         per scope: another scope's note with the same id is another note, never seen. Links and
-        evolutions reach only notes of the note's scope (the queries match the scope), whatever the
+        evolutions reach only notes of the note's scope (the query matches the scope), whatever the
         caller passes.
         """
-        scope = write.note.scope.params()
-        now = utcnow()
-        create, evolve, link = self.query("notes/create"), self.query("evolution/update_neighbour"), None
-        if write.links:
-            link = self.query("links/create")
-
-        async def work(tx: AsyncManagedTransaction) -> AddOutcome:
-            row = (
-                await self._rows(
-                    tx, create, {"note": note_params(write.note, write.variant), "embedding": write.embedding}
-                )
-            )[0]
-            if not row["created"]:
-                return AddOutcome(created=False)
-            versions: dict[str, int] = {}
-            for upd in write.updates:
-                vrows = await self._rows(
-                    tx,
-                    evolve,
-                    {
-                        "id": upd.note_id,
-                        **scope,
-                        "uid": uuid.uuid4().hex,
-                        "now": now,
-                        "caused_by": write.note.id,
-                        "context": upd.context,
-                        "tags": upd.tags,
-                        "keywords": upd.keywords,
-                        "embedding": upd.embedding,
-                    },
-                )
-                if vrows:
-                    versions[upd.note_id] = vrows[0]["version"]
-            written: list[Link] = []
-            if link is not None:
-                lrows = await self._rows(
-                    tx,
-                    link,
-                    {
-                        "source_id": write.note.id,
-                        **scope,
-                        "links": [link_row(x) for x in write.links],
-                        "now": now,
-                        "caused_by": write.note.id,
-                    },
-                )
-                written = _written(write.links, lrows, now, write.note.id)
-            return AddOutcome(created=True, links=written, versions=versions)
-
-        return await self._in_write(work)
+        (outcome,) = await self.add_group([write])
+        return outcome
 
     async def add_group(self, writes: Sequence[AddWrite]) -> list[AddOutcome]:
         """Several adds in ONE statement and transaction, applied in list order (a later write sees
