@@ -6,7 +6,8 @@ scope; then the links, evolutions, refusals and enrichments are scored against t
 
 Gold format (``graphmem.decisions-gold/1``): ``{"format", "description", "conversations": [...]}``;
 a conversation has ``id``, ``people``, ``turns`` (``n`` from 1, ``time`` ISO, ``speaker``, ``text``,
-``keep``: words naming what the turn is about) and three lists of turn pairs ``[later, earlier]``:
+``keep``: words naming what the turn is about; ``must_not``: regular expressions, matched without
+case, of statements its note must not make: a wrong owner, a wrong actor, an invented fact) and three lists of turn pairs ``[later, earlier]``:
 ``related`` (a reader expects a link), ``acceptable`` (a link is fine, not expected) and
 ``contradicts`` (the two cannot both be true; counted as related too). Every other pair is a wrong
 link. See docs/evaluation.md for the metric definitions.
@@ -15,6 +16,7 @@ link. See docs/evaluation.md for the metric definitions.
 from __future__ import annotations
 
 import json
+import re
 import statistics
 import time
 from collections import Counter
@@ -29,7 +31,16 @@ from pydantic import BaseModel, Field, ValidationError, field_validator, model_v
 
 from graphmem.errors import InvalidInputError
 from graphmem.models import FOLLOWS_REASON, Link, LinkType, NeighbourChange, Note, Scope, Usage, check_id
-from graphmem.service import content_words, copies, stem, supported_share, tokens
+from graphmem.service import (
+    content_words,
+    copies,
+    sentence_refusal,
+    sentences,
+    speaker_of,
+    stem,
+    supported_share,
+    tokens,
+)
 from graphmem.service import cosine as _cos
 
 Progress = Callable[[str, int, int], None]
@@ -48,6 +59,21 @@ class GoldTurn(BaseModel):
     speaker: str = Field(min_length=1, max_length=100)
     text: str = Field(min_length=1, max_length=4000)
     keep: list[str] = Field(default_factory=list)
+    must_not: list[str] = Field(default_factory=list)
+
+    @field_validator("must_not")
+    @classmethod
+    def _patterns(cls, value: list[str]) -> list[str]:
+        for pattern in value:
+            try:
+                re.compile(pattern)
+            except re.error as e:
+                raise ValueError(f"must_not {pattern!r} is not a regular expression: {e}") from None
+        return value
+
+    def statements_made(self, text: str) -> list[str]:
+        """The ``must_not`` patterns that a text of this turn's note matches."""
+        return [p for p in self.must_not if re.search(p, text, re.IGNORECASE)]
 
     @property
     def content(self) -> str:
@@ -291,6 +317,25 @@ def score_conversation(gold: GoldConversation, run: ConversationRun, embed: Embe
             kw_faithful.append(supported_share(" ".join(t.note.keywords), [text_of[t.n]]))
         subject.append(keeps_subject(t.note.context, gold.turns[t.n - 1].keep))
 
+    # Faithfulness that sees roles: what the note (context as written and as evolved, keywords) says
+    # against the gold's must_not statements, and context sentences the grounding checks would refuse.
+    said: dict[int, list[str]] = {t.n: [t.note.context, " ; ".join(t.note.keywords)] for t in run.turns}
+    for e in changed:
+        said.setdefault(e["note"], []).append(e["context_after"])
+    role_errors = [
+        {"turn": n, "statement": p, "text": text}
+        for n, texts in sorted(said.items())
+        for text in texts
+        for p in gold.turns[n - 1].statements_made(text)
+    ]
+    unsupported = [
+        {"turn": t.n, "sentence": s, "why": why}
+        for t in run.turns
+        for s in sentences(t.note.context)
+        if (why := sentence_refusal(s, text_of[t.n], speaker_of(text_of[t.n]))) is not None
+    ]
+    must_not_turns = sum(1 for t in run.turns if gold.turns[t.n - 1].must_not)
+
     n_turns = len(run.turns)
     usage = [t.usage for t in run.turns]
     return {
@@ -324,7 +369,13 @@ def score_conversation(gold: GoldConversation, run: ConversationRun, embed: Embe
             "context_supported_by_note_or_neighbours": statistics.fmean(faithful_shown) if faithful_shown else None,
             "keywords_supported_by_note": statistics.fmean(kw_faithful) if kw_faithful else None,
             "context_names_subject_share": _ratio(sum(subject), len(subject)),
+            "role_errors": len(role_errors),
+            "turns_with_must_not": must_not_turns,
+            "unsupported_sentences": len(unsupported),
+            "contexts": sum(1 for t in run.turns if t.note.context),
         },
+        "role_error_list": role_errors,
+        "unsupported_list": unsupported,
         "cost": {
             "llm_calls_per_note": _ratio(sum(u.llm_calls for u in usage), n_turns),
             "tokens_per_note": _ratio(sum(u.total_tokens for u in usage), n_turns),
@@ -377,6 +428,10 @@ def overall(scores: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "enrichment", "context_supported_by_note_or_neighbours"
         ),
         "enrichment_keywords_supported_by_note": pooled("enrichment", "keywords_supported_by_note"),
+        "role_errors": sum(s["enrichment"]["role_errors"] for s in scores),
+        "turns_with_must_not": sum(s["enrichment"]["turns_with_must_not"] for s in scores),
+        "unsupported_sentences": sum(s["enrichment"]["unsupported_sentences"] for s in scores),
+        "contexts": sum(s["enrichment"]["contexts"] for s in scores),
         "llm_calls_per_note": pooled("cost", "llm_calls_per_note"),
         "tokens_per_note": pooled("cost", "tokens_per_note"),
         "seconds_per_note_median": _median(
@@ -512,6 +567,8 @@ def decisions_markdown(result: dict[str, Any]) -> str:
         f"| enrichment: context words found in the note | {f(o['enrichment_context_supported_by_note'])} | |",
         f"| enrichment: context words found in the note or its neighbours | {f(o['enrichment_context_supported_by_note_or_neighbours'])} | |",
         f"| enrichment: keyword words found in the note | {f(o['enrichment_keywords_supported_by_note'])} | |",
+        f"| enrichment: statements the gold forbids (wrong owner or actor, invented; {o.get('turns_with_must_not', 0)} turns checked) | {o.get('role_errors', '-')} | 0 |",
+        f"| enrichment: context sentences the note does not support (grounding checks; {o.get('contexts', 0)} contexts) | {o.get('unsupported_sentences', '-')} | 0 |",
         f"| LLM calls per note | {f(o['llm_calls_per_note'])} | |",
         f"| tokens per note | {f(o['tokens_per_note'], 0)} | |",
         f"| seconds per note (median) | {f(o['seconds_per_note_median'], 1)} | |",
@@ -539,6 +596,10 @@ def decisions_markdown(result: dict[str, Any]) -> str:
             lines.append(
                 f"\nTurn {e['by']} evolved note {e['note']}{drift}: {e['context_before']!r} -> {e['context_after']!r}"
             )
+        for r in s.get("role_error_list", []):
+            lines.append(f"\nTurn {r['turn']} says what the gold forbids ({r['statement']!r}): {r['text']!r}")
+        for u in s.get("unsupported_list", []):
+            lines.append(f"\nTurn {u['turn']} context sentence {u['sentence']!r} {u['why']}")
         if s["rejected"]:
             lines += ["", "Refused: " + "; ".join(s["rejected"])]
     return "\n".join(lines) + "\n"

@@ -8,7 +8,9 @@ id get ids found in the prompt (``id_pattern``: the benchmark's note ids), so li
 shown neighbours and some of them evolve one. ``usage`` counts tokens with graphmem's offline
 WordPiece tokenizer (an estimate of what a real model would count: messages plus the schema).
 ``GET /stats`` reports the requests served and the most served at once (``?reset=1``: and starts
-counting anew).
+counting anew). ``GET /metrics`` answers as llama-server with ``--metrics`` does: a
+``llamacpp:n_decode_total`` counter (one step per call served, and one per page while calls are in
+flight), so the local model's client (``graphmem.llm.progress``) polls it as it polls the real server.
 
 Run it as ``python -m graphmem.evaluation.llm_stub --latency 0.5``: it prints its base URL on the
 first line of stdout, then serves until terminated. Threads, one per connection: the latency is a
@@ -170,6 +172,8 @@ class StubServer(ThreadingHTTPServer):
         self.in_flight = 0
         self.max_in_flight = 0
         self.by_schema: dict[str, int] = {}
+        self.decode_steps = 0  # the /metrics counter
+        self.metric_polls = 0
 
     @property
     def base_url(self) -> str:
@@ -200,6 +204,17 @@ class _Handler(BaseHTTPRequestHandler):
                 if "reset" in query:  # counters per benchmark level
                     srv.served, srv.max_in_flight, srv.by_schema = 0, srv.in_flight, {}
             self._send(200, stats)
+        elif path.rstrip("/") == "/metrics":
+            with srv.lock:
+                srv.metric_polls += 1
+                srv.decode_steps += 1 if srv.in_flight else 0
+                steps = srv.decode_steps + srv.served
+            data = f"# TYPE llamacpp:n_decode_total counter\nllamacpp:n_decode_total {steps}\n".encode()
+            self.send_response(200)
+            self.send_header("content-type", "text/plain; version=0.0.4")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
         elif path.rstrip("/").endswith("/models"):
             self._send(200, {"object": "list", "data": [{"id": "stub", "object": "model"}]})
         else:

@@ -61,6 +61,7 @@ class QA:
     category: int
     evidence: tuple[str, ...]  # well-formed dia ids, as given (may name turns that do not exist)
     raw_evidence: tuple[str, ...] = ()
+    question_date: str | None = None  # when the question is asked (LongMemEval); LoCoMo has none
 
     @property
     def is_adversarial(self) -> bool:

@@ -1,10 +1,23 @@
-"""LoCoMo question answering with graphmem (full A-MEM ingest, then ``ask``), and a full-context baseline.
+"""LoCoMo question answering: graphmem's memory against baselines, same model, prompts and metrics.
 
-Per conversation: a fresh scope ``locomo-<tag>-<sample_id>`` (the tag names the configuration, so two
-configurations never share notes), one note per turn through the agentic ingest (note construction +
-link/evolution with the configured LLM, in turn order, conversations in parallel). Ingest is
-resumable: turns already stored (by their ids) are skipped. Answers are appended to ``answers.jsonl`` as they come and
-reused on a rerun with the same configuration.
+Systems (``QAConfig.systems``; one entry each under ``systems`` in ``qa.json``):
+
+- ``memory``: graphmem as configured (A-MEM ingest: enrichment, links, evolution as set), then ``ask``;
+- ``memory@B``: the same notes, ``ask`` within a context budget of ``B`` tokens (the budget curve;
+  ``k`` grows with the budget, see ``k_for_budget``);
+- ``memory-no-llm``: raw turns stored without any LLM call (``add_many``), each FOLLOWS the turn before
+  it, answered by ``ask`` (hybrid search + one hop) within the same budget: graphmem's LLM-free parts;
+- ``rag``: the same raw turns, dense top-k (the embedder's cosine, vector index only, no links, no
+  full text) packed in rank order within the same budget: what a plain vector store gives;
+- ``full-context``: the whole conversation (every selected session under its date) first and the
+  question last, so a llama.cpp server's prompt cache reuses the conversation across its questions;
+  when it exceeds ``full_context_limit`` tokens the oldest turns are cut and the record says so.
+
+Per conversation the notes live in a scope ``<prefix>-<tag>-<sample_id>`` (the tag names the
+configuration, so two configurations never share notes). Everything is resumable: turns already
+stored are skipped, and answers are appended to ``answers.jsonl`` as they come and reused on a rerun
+with the same configuration of their system (a failed answer is asked again; it is reported as
+failed, never scored).
 
 Answer prompts follow A-MEM (reference §1.7): a per-category instruction after the question
 (temporal questions get a date instruction); category 5 either offers the two options A-MEM and
@@ -19,7 +32,7 @@ import json
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -28,15 +41,45 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from graphmem.config import Settings
-from graphmem.errors import GraphmemError
+from graphmem.errors import GraphmemError, InvalidInputError
 from graphmem.evaluation import metrics
-from graphmem.evaluation.locomo import CATEGORY_NAMES, QA, Conversation, turn_inputs
-from graphmem.models import IngestItem, IngestReport, IngestStatus, Scope, Usage
-from graphmem.service import AsyncMemoryService
+from graphmem.evaluation.compare import compare_systems, stratified_sample
+from graphmem.evaluation.locomo import CATEGORY_NAMES, QA, Conversation, Session, Turn, turn_inputs
+from graphmem.models import LIMITS, IngestItem, IngestReport, IngestStatus, Note, Scope, Usage
+from graphmem.service import AsyncMemoryService, Context, build_context
+from graphmem.tokens import count_tokens
 
-System = Literal["memory", "full-context"]
 Cat5Prompt = Literal["options", "open"]
 NOT_MENTIONED = "Not mentioned in the conversation"
+
+MEMORY = "memory"
+BASELINES: tuple[str, ...] = ("full-context", "rag", "memory-no-llm")
+RAG_K = 50  # dense candidates for the rag arm; the budget, not k, decides how many are kept
+
+# LLM tokens per token counted by graphmem.tokens (MiniLM WordPiece) on LoCoMo text, with a margin:
+# a request of 5,171 Qwen tokens carried 4,578 counted context tokens plus ~150 of prompt (1.10).
+LLM_TOKENS_PER_COUNTED = 1.15
+PROMPT_RESERVE = 300  # system prompt, instructions, question and chat template, in LLM tokens
+
+# The A-MEM paper's Table 1 rows for Qwen2.5-1.5B (through Ollama), x100; reference lines only
+# (../shared/docs/write-path-evidence.md section 1). The whole-conversation row very likely saw a
+# context truncated by Ollama's default window.
+PUBLISHED_QWEN25_15B: dict[str, Any] = {
+    "source": "A-MEM (Xu et al., 2025), Table 1, LoCoMo, Qwen2.5-1.5B via Ollama; F1 and BLEU-1 x100",
+    "rows": {
+        "A-MEM (paper)": {
+            "f1": {"1": 18.23, "2": 24.32, "3": 16.48, "4": 23.63, "5": 46.00},
+            "bleu1": {"1": 11.94, "2": 19.74, "3": 14.31, "4": 19.23, "5": 43.26},
+            "rougeL": {"1": 17.94, "2": 27.23, "3": 16.87, "4": 24.38, "5": 46.60},
+            "tokens": 1300,
+        },
+        "LoCoMo whole conversation (paper)": {
+            "f1": {"1": 9.05, "2": 4.25, "3": 9.91, "4": 11.15, "5": 40.38},
+            "bleu1": {"1": 6.55, "2": 4.04, "3": 8.50, "4": 8.67, "5": 40.23},
+            "tokens": 16910,
+        },
+    },
+}
 
 Progress = Callable[[str, int, int], None]
 
@@ -56,12 +99,21 @@ class QAConfig:
     mode: str | None = None  # search mode; default settings.search_mode
     k: int | None = None  # default settings.search_k
     token_budget: int | None = None
-    systems: tuple[str, ...] = ("memory",)  # add "full-context" for the baseline
+    systems: tuple[str, ...] = (MEMORY,)  # see the module docstring; systems_for() builds the tuple
     cat5_prompt: Cat5Prompt = "options"
     judge: bool = False
     seed: int = 0
     ingest_only: bool = False
     concurrency: int | None = None  # notes in flight while ingesting (default: the setting)
+    sample: int | None = None  # a seeded sample of this many questions, stratified by category
+    rag_k: int = RAG_K
+    raw_tag: str | None = None  # scope tag of the raw turns (rag, memory-no-llm); default raw-<variant>-follows
+    full_context_limit: int | None = None  # counted tokens of conversation the full-context arm may send
+    bootstrap: int = 2000  # resamples of each paired difference
+    scope_prefix: str = "locomo"
+    reference: bool = True  # the paper's Qwen2.5-1.5B rows beside the results (LoCoMo only)
+    category_names: dict[int, str] = field(default_factory=lambda: dict(CATEGORY_NAMES))
+    answers: Path | None = None  # the answers file; default <out>/answers.jsonl (several reports may share one)
 
 
 def model_label(settings: Settings) -> str:
@@ -97,20 +149,256 @@ def derive_tag(settings: Settings) -> str:
 
 
 def instructions_for(q: QA, sample_id: str, cfg: QAConfig) -> str:
+    """The per-category answer rule appended to the question (with the question's date when it has one)."""
+    dated = f"The question is asked on {q.question_date}.\n" if q.question_date else ""
     if q.category == 2:
-        return prompt("answer_temporal")
+        return dated + prompt("answer_temporal")
     if q.category == 5:
         if cfg.cat5_prompt == "open":
-            return prompt("answer_adversarial_open")
+            return dated + prompt("answer_adversarial_open")
         options = [NOT_MENTIONED, q.answer]
         random.Random(f"{cfg.seed}:{sample_id}:{q.index}").shuffle(options)
-        return prompt("answer_adversarial_options").format(option_a=options[0], option_b=options[1])
-    return prompt("answer_default")
+        return dated + prompt("answer_adversarial_options").format(option_a=options[0], option_b=options[1])
+    return dated + prompt("answer_default")
+
+
+# --- systems ----------------------------------------------------------------------------------------
+
+
+def parse_baselines(text: str | None) -> tuple[str, ...]:
+    """``"full-context,rag"`` -> the baseline names, in order, without repeats; ``none``/empty -> ()."""
+    if text is None or text.strip() in ("", "none"):
+        return ()
+    names = [x.strip() for x in text.split(",") if x.strip() and x.strip() != "none"]
+    bad = [n for n in names if n not in BASELINES]
+    if bad:
+        raise InvalidInputError(f"unknown baseline(s) {', '.join(bad)}; known: none, {', '.join(BASELINES)}")
+    return tuple(dict.fromkeys(names))
+
+
+def parse_budgets(text: str | None) -> tuple[int, ...]:
+    """``"500,1000,2000,4000"`` -> sorted distinct context budgets (each within the ask limits)."""
+    if not text:
+        return ()
+    try:
+        values = sorted({int(x) for x in text.split(",") if x.strip()})
+    except ValueError:
+        raise InvalidInputError("--budgets must be integers, comma-separated") from None
+    bad = [v for v in values if not LIMITS.token_budget_min <= v <= LIMITS.token_budget_max]
+    if bad:
+        raise InvalidInputError(
+            f"budgets must be {LIMITS.token_budget_min}..{LIMITS.token_budget_max} tokens (got {bad[0]})"
+        )
+    return tuple(values)
+
+
+def budget_system(budget: int) -> str:
+    return f"{MEMORY}@{budget}"
+
+
+def systems_for(
+    baselines: Sequence[str], budgets: Sequence[int] = (), *, baseline_only: bool = False
+) -> tuple[str, ...]:
+    """The systems of a run: the memory (unless only baselines), one per budget, then the baselines."""
+    out = [] if baseline_only else [MEMORY]
+    out += [budget_system(b) for b in budgets]
+    out += list(baselines)
+    if not out:
+        raise InvalidInputError("nothing to answer: --baseline-only without a baseline or budget")
+    return tuple(dict.fromkeys(out))
+
+
+def k_for_budget(budget: int, base_k: int, base_budget: int) -> int:
+    """Search k for a context budget: the default k at the default budget and below, growing in
+    proportion above it (about 100 counted tokens per retrieved note and its turn links), so a larger
+    budget has notes to fill it with."""
+    return min(LIMITS.k_max, max(base_k, round(base_k * budget / base_budget)))
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One system of a run and how its answers are keyed."""
+
+    system: str  # the name in qa.json
+    kind: str  # memory | memory-no-llm | rag | full-context
+    k: int | None = None
+    budget: int | None = None
+    key: str = ""  # hash of the configuration its answers depend on
+    answer_system: str = ""  # the system name in the answers' keys (memory@B at the defaults is memory)
+
+    def record_key(self, sample_id: str, qa_index: int) -> str:
+        return f"{self.key}:{self.answer_system}:{sample_id}:{qa_index}"
+
+
+def _hash(parts: Sequence[Any]) -> str:
+    return hashlib.sha256(json.dumps(list(parts), default=str).encode()).hexdigest()[:10]
+
+
+def _memory_key(settings: Settings, tag: str, mode: Any, k: int, budget: int, cfg: QAConfig) -> str:
+    # The same parts as before the baselines were added, so earlier answers files stay valid.
+    return _hash(
+        [
+            tag,
+            mode,
+            k,
+            budget,
+            cfg.cat5_prompt,
+            cfg.seed,
+            cfg.sessions,
+            model_label(settings),
+            settings.llm_temperature,
+            settings.links_per_hit,
+            "answers-v1",
+        ]
+    )
+
+
+def default_raw_tag(settings: Settings) -> str:
+    """The scope tag of raw turns with FOLLOWS links: the one ``eval retrieval`` fills, so both share it."""
+    return f"raw-{settings.embed_text_variant}-follows"
+
+
+def resolve_arms(settings: Settings, cfg: QAConfig, tag: str, raw_tag: str) -> list[Arm]:
+    mode = cfg.mode or settings.search_mode
+    base_k = cfg.k or settings.search_k
+    base_budget = cfg.token_budget or settings.context_token_budget
+    arms = []
+    for system in cfg.systems:
+        if system == MEMORY:
+            key = _memory_key(settings, tag, mode, base_k, base_budget, cfg)
+            arms.append(Arm(system, MEMORY, base_k, base_budget, key, MEMORY))
+        elif system.startswith(f"{MEMORY}@"):
+            budget = int(system.split("@", 1)[1])
+            k = k_for_budget(budget, base_k, base_budget)
+            same = (k, budget) == (base_k, base_budget)
+            key = _memory_key(settings, tag, mode, k, budget, cfg)
+            arms.append(Arm(system, MEMORY, k, budget, key, MEMORY if same else system))
+        elif system == "memory-no-llm":
+            key = _memory_key(settings, raw_tag, mode, base_k, base_budget, cfg)
+            arms.append(Arm(system, system, base_k, base_budget, key, system))
+        elif system == "rag":
+            parts = ["rag", raw_tag, cfg.rag_k, base_budget, cfg.cat5_prompt, cfg.seed, cfg.sessions]
+            key = _hash([*parts, model_label(settings), settings.llm_temperature, settings.embedder, "rag-v1"])
+            arms.append(Arm(system, system, cfg.rag_k, base_budget, key, system))
+        elif system == "full-context":
+            parts = ["full-context", cfg.full_context_limit, cfg.cat5_prompt, cfg.seed, cfg.sessions]
+            key = _hash([*parts, model_label(settings), settings.llm_temperature, "fc-v2"])
+            arms.append(Arm(system, system, None, cfg.full_context_limit, key, system))
+        else:
+            raise InvalidInputError(f"unknown system {system!r}")
+    return arms
+
+
+def _session_header(session: Session) -> str:
+    return f"[{session.date_time}]" if session.date_time else f"[session {session.number}]"
+
+
+def conversation_text(turns: Sequence[tuple[Session, Turn]]) -> str:
+    """Turns under one header per session (its date), as ``ask`` writes notes under one header per date."""
+    lines: list[str] = []
+    current: int | None = None
+    for session, turn in turns:
+        if session.number != current:
+            if lines:
+                lines.append("")
+            lines.append(_session_header(session))
+            current = session.number
+        lines.append(f"- {turn.content}")
+    return "\n".join(lines)
 
 
 def full_context(conv: Conversation, sessions: Sequence[int] | None) -> str:
-    """The whole (selected part of the) conversation, one line per turn with its session date."""
-    return "\n".join(f"[{s.date_time}] {t.content}" if s.date_time else t.content for s, t in conv.turns(sessions))
+    """The whole (selected part of the) conversation, every session under its date."""
+    return conversation_text(conv.turns(sessions))
+
+
+def full_context_limit(ctx_tokens: int, answer_tokens: int) -> int:
+    """Counted tokens (graphmem.tokens) of conversation that fit a server slot of ``ctx_tokens`` LLM tokens
+    beside the prompt and an answer of up to ``answer_tokens``."""
+    return max(0, int((ctx_tokens - answer_tokens - PROMPT_RESERVE) / LLM_TOKENS_PER_COUNTED))
+
+
+@dataclass(frozen=True)
+class FullContext:
+    """What the full-context arm sends for one conversation, and what was cut to fit."""
+
+    text: str
+    tokens: int  # counted tokens of ``text``
+    whole_tokens: int  # of the whole selected conversation
+    limit: int | None
+    turns: int  # turns sent
+    cut_turns: int  # oldest turns left out to fit the limit
+    cut_sessions: tuple[int, ...]  # sessions left out entirely
+    partial_session: int | None  # the session whose first turns were left out
+    first_turn: str | None  # dia id of the first turn sent
+
+    @property
+    def fits(self) -> bool:
+        return self.cut_turns == 0
+
+    def info(self) -> dict[str, Any]:
+        return {
+            "tokens": self.tokens,
+            "whole_tokens": self.whole_tokens,
+            "limit": self.limit,
+            "fits": self.fits,
+            "turns": self.turns,
+            "cut_turns": self.cut_turns,
+            "cut_sessions": list(self.cut_sessions),
+            "partial_session": self.partial_session,
+            "first_turn": self.first_turn,
+        }
+
+
+def fit_conversation(
+    conv: Conversation,
+    sessions: Sequence[int] | None,
+    limit: int | None,
+    *,
+    count: Callable[[str], int] = count_tokens,
+) -> FullContext:
+    """The conversation as the full-context arm sends it: all of it when it fits ``limit`` counted tokens
+    (or there is no limit), else its most recent turns that fit (the oldest are cut, as a chat window
+    drops them), with what was cut."""
+    turns = conv.turns(sessions)
+    whole = conversation_text(turns)
+    whole_tokens = count(whole)
+    start = 0
+    text, tokens = whole, whole_tokens
+    if limit is not None and whole_tokens > limit:
+        lo, hi = 1, len(turns)  # the smallest start whose suffix fits (hi: nothing sent)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if count(conversation_text(turns[mid:])) <= limit:
+                hi = mid
+            else:
+                lo = mid + 1
+        start = lo
+        text = conversation_text(turns[start:])
+        tokens = count(text)
+    kept = turns[start:]
+    kept_sessions = {s.number for s, _ in kept}
+    cut_sessions = tuple(sorted({s.number for s, _ in turns[:start]} - kept_sessions))
+    partial = (
+        kept[0][0].number if start and kept and kept[0][0].number in {s.number for s, _ in turns[:start]} else None
+    )
+    return FullContext(
+        text=text,
+        tokens=tokens,
+        whole_tokens=whole_tokens,
+        limit=limit,
+        turns=len(kept),
+        cut_turns=start,
+        cut_sessions=cut_sessions,
+        partial_session=partial,
+        first_turn=kept[0][1].dia_id if kept else None,
+    )
+
+
+def rag_context(ranked: Sequence[Note], budget: int) -> Context:
+    """The rag arm's context: dense hits in rank order, each kept while the budget holds (a note that
+    would overflow is skipped, as ``ask`` packs), written as ``ask`` writes notes."""
+    return build_context(ranked, budget)
 
 
 # --- ingest -----------------------------------------------------------------------------------------
@@ -172,6 +460,7 @@ def _ingest_stats(report: IngestReport) -> dict[str, Any]:
         "llm_seconds": usage.llm_seconds / n,
         "embed_seconds": usage.embed_seconds / n,
         "store_seconds": usage.store_seconds / n,
+        "wall_seconds": summary["seconds"] / n,  # the ingest's wall time per note added (notes overlap)
     }
     return stats
 
@@ -184,10 +473,10 @@ class JudgeVerdict(BaseModel):
     label: Literal["CORRECT", "WRONG"]
 
 
-def _record_base(system: str, conv: Conversation, q: QA, cfg_key: str) -> dict[str, Any]:
+def _record_base(arm: Arm, conv: Conversation, q: QA) -> dict[str, Any]:
     return {
-        "key": f"{cfg_key}:{system}:{conv.sample_id}:{q.index}",
-        "system": system,
+        "key": arm.record_key(conv.sample_id, q.index),
+        "system": arm.answer_system,
         "sample_id": conv.sample_id,
         "qa_index": q.index,
         "category": q.category,
@@ -211,21 +500,27 @@ def _usage_fields(usage: Usage) -> dict[str, Any]:
     }
 
 
+def _failed(rec: dict[str, Any], exc: Exception, **extra: Any) -> dict[str, Any]:
+    """A failed answer: kept with its error (reported as failed, never scored) and asked again on a rerun."""
+    return {**rec, "prediction": "", "error": f"{type(exc).__name__}: {exc}"[:500], **extra}
+
+
 async def answer_with_memory(
-    svc: AsyncMemoryService, conv: Conversation, q: QA, scope: Scope, cfg: QAConfig, cfg_key: str
+    svc: AsyncMemoryService, conv: Conversation, q: QA, scope: Scope, cfg: QAConfig, arm: Arm
 ) -> dict[str, Any]:
-    rec = _record_base("memory", conv, q, cfg_key)
+    """``ask`` on the scope (the memory's notes, or the raw turns for memory-no-llm) within the arm's budget."""
+    rec = _record_base(arm, conv, q)
     try:
         res = await svc.ask(
             q.question,
             scope,
-            k=cfg.k,
+            k=arm.k,
             mode=cfg.mode,
-            token_budget=cfg.token_budget,
+            token_budget=arm.budget,
             instructions=instructions_for(q, conv.sample_id, cfg),
         )
     except GraphmemError as exc:
-        return {**rec, "prediction": "", "error": str(exc)[:500], "context_tokens": 0, "notes_used": 0}
+        return _failed(rec, exc, context_tokens=0, notes_used=0)
     return {
         **rec,
         "prediction": res.answer,
@@ -236,29 +531,53 @@ async def answer_with_memory(
     }
 
 
-async def answer_with_full_context(
-    svc: AsyncMemoryService, conv: Conversation, q: QA, cfg: QAConfig, cfg_key: str
+async def answer_with_rag(
+    svc: AsyncMemoryService, conv: Conversation, q: QA, scope: Scope, cfg: QAConfig, arm: Arm
 ) -> dict[str, Any]:
-    from graphmem.tokens import count_tokens
-
-    rec = _record_base("full-context", conv, q, cfg_key)
-    context = full_context(conv, cfg.sessions)
+    """Plain RAG over the raw turns: dense top-k (vector index only) packed within the budget."""
+    rec = _record_base(arm, conv, q)
     usage = Usage()
     started = time.perf_counter()
     try:
+        hits = await svc.search(q.question, scope, k=arm.k, mode="vector", usage=usage)
+        ctx = rag_context([h.note for h in hits], arm.budget or svc.settings.context_token_budget)
         answer = await svc.answer(
-            q.question, context, instructions=instructions_for(q, conv.sample_id, cfg), usage=usage
+            q.question, ctx.text or "(no notes)", instructions=instructions_for(q, conv.sample_id, cfg), usage=usage
         )
     except GraphmemError as exc:
-        return {**rec, "prediction": "", "error": str(exc)[:500], "context_tokens": count_tokens(context)}
+        return _failed(rec, exc, context_tokens=0, notes_used=0)
     usage.total_seconds = time.perf_counter() - started
     return {
         **rec,
         "prediction": answer,
-        "context_tokens": count_tokens(context),
-        "notes_used": len(conv.turns(cfg.sessions)),
+        "context_tokens": ctx.tokens,
+        "notes_used": len(ctx.used),
+        "retrieved": [hits[i].note.source_id for i in ctx.used],
         **_usage_fields(usage),
     }
+
+
+async def answer_with_full_context(
+    svc: AsyncMemoryService, conv: Conversation, q: QA, fc: FullContext, cfg: QAConfig, arm: Arm
+) -> dict[str, Any]:
+    """The whole conversation first, the question last (``svc.answer``'s prompt: notes, then question)."""
+    rec = {
+        **_record_base(arm, conv, q),
+        "context_tokens": fc.tokens,
+        "notes_used": fc.turns,
+        "truncated": not fc.fits,
+        "cut_turns": fc.cut_turns,
+    }
+    usage = Usage()
+    started = time.perf_counter()
+    try:
+        answer = await svc.answer(
+            q.question, fc.text or "(no notes)", instructions=instructions_for(q, conv.sample_id, cfg), usage=usage
+        )
+    except GraphmemError as exc:
+        return _failed(rec, exc)
+    usage.total_seconds = time.perf_counter() - started
+    return {**rec, "prediction": answer, **_usage_fields(usage)}
 
 
 async def judge_answer(svc: AsyncMemoryService, rec: dict[str, Any]) -> str | None:
@@ -271,39 +590,43 @@ async def judge_answer(svc: AsyncMemoryService, rec: dict[str, Any]) -> str | No
     return verdict.label if verdict is not None else None
 
 
-def _load_answers(path: Path) -> dict[str, dict[str, Any]]:
+def load_answers(path: Path) -> dict[str, dict[str, Any]]:
+    """The answers file as {key: record}; a later line for a key replaces an earlier one (a retried
+    failure), and a line cut off by a crash mid-write is ignored."""
     if not path.is_file():
         return {}
     out = {}
     for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
+        if not line.strip():
+            continue
+        try:
             rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(rec, dict) and "key" in rec:
             out[rec["key"]] = rec
     return out
 
 
+def needs_answer(done: dict[str, dict[str, Any]], key: str) -> bool:
+    """Resume rule: a question is asked unless the answers file holds an answer for its key that did not fail."""
+    rec = done.get(key)
+    return rec is None or bool(rec.get("error"))
+
+
 def config_key(svc: AsyncMemoryService, tag: str, cfg: QAConfig) -> str:
+    """The answers key of the ``memory`` system for this configuration."""
     s = svc.settings
-    key = json.dumps(
-        [
-            tag,
-            cfg.mode or s.search_mode,
-            cfg.k or s.search_k,
-            cfg.token_budget or s.context_token_budget,
-            cfg.cat5_prompt,
-            cfg.seed,
-            cfg.sessions,
-            model_label(s),
-            s.llm_temperature,
-            s.links_per_hit,
-            "answers-v1",
-        ],
+    return _memory_key(
+        s, tag, cfg.mode or s.search_mode, cfg.k or s.search_k, cfg.token_budget or s.context_token_budget, cfg
     )
-    return hashlib.sha256(key.encode()).hexdigest()[:10]
 
 
 def summarise_system(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    rows = [{"category": r["category"], "scores": r["scores"]} for r in records]
+    """Scores over the answered questions only (a failed answer is counted as failed, never as a zero),
+    and the cost per question; same shape for every system."""
+    answered = [r for r in records if not r.get("error")]
+    rows = [{"category": r["category"], "scores": r["scores"]} for r in answered]
     out = metrics.aggregate(rows)
     for label, sel in (
         ("overall", records),
@@ -311,23 +634,82 @@ def summarise_system(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     ):
         if not sel:
             continue
-        cost = {
+        ok = [r for r in sel if not r.get("error")]
+        cost: dict[str, Any] = {
             "count": len(sel),
-            "context_tokens": metrics.mean(r.get("context_tokens", 0) for r in sel),
-            "total_tokens": metrics.mean(r.get("total_tokens", 0) for r in sel),
-            "input_tokens": metrics.mean(r.get("input_tokens", 0) for r in sel),
-            "output_tokens": metrics.mean(r.get("output_tokens", 0) for r in sel),
-            "seconds": metrics.mean(r.get("seconds", {}).get("total", 0.0) for r in sel),
-            "search_seconds": metrics.mean(r.get("seconds", {}).get("search", 0.0) for r in sel),
-            "llm_seconds": metrics.mean(r.get("seconds", {}).get("llm", 0.0) for r in sel),
-            "errors": sum(1 for r in sel if r.get("error")),
+            "answered": len(ok),
+            "failed": len(sel) - len(ok),
+            "context_tokens": metrics.mean(r.get("context_tokens", 0) for r in ok),
+            "total_tokens": metrics.mean(r.get("total_tokens", 0) for r in ok),
+            "input_tokens": metrics.mean(r.get("input_tokens", 0) for r in ok),
+            "output_tokens": metrics.mean(r.get("output_tokens", 0) for r in ok),
+            "seconds": metrics.mean(r.get("seconds", {}).get("total", 0.0) for r in ok),
+            "search_seconds": metrics.mean(r.get("seconds", {}).get("search", 0.0) for r in ok),
+            "llm_seconds": metrics.mean(r.get("seconds", {}).get("llm", 0.0) for r in ok),
+            "errors": len(sel) - len(ok),
         }
-        judged = [r["judge"] for r in sel if r.get("judge") in ("CORRECT", "WRONG")]
+        for state in ("cold", "warm"):  # full context: the prompt cache's effect on the seconds per answer
+            timed = [r.get("seconds", {}).get("total", 0.0) for r in ok if r.get("cache") == state]
+            if timed:
+                cost[f"seconds_cache_{state}"] = metrics.mean(timed)
+                cost[f"answers_cache_{state}"] = len(timed)
+        truncated = sum(1 for r in sel if r.get("truncated"))
+        if truncated:
+            cost["truncated"] = truncated
+        failures = sorted({str(r["error"])[:200] for r in sel if r.get("error")})
+        if failures:
+            cost["failure_messages"] = failures[:5]
+        judged = [r["judge"] for r in ok if r.get("judge") in ("CORRECT", "WRONG")]
         if judged:
             cost["judge_accuracy"] = judged.count("CORRECT") / len(judged)
             cost["judged"] = len(judged)
         out.setdefault("cost", {})[label] = cost
     return out
+
+
+def select_questions(conversations: Sequence[Conversation], cfg: QAConfig) -> dict[str, list[QA]]:
+    """The questions asked per conversation: categories and sessions, ``max_questions`` per conversation,
+    then ``sample`` over all of them (seeded by ``cfg.seed``, stratified by category)."""
+    chosen: list[tuple[str, QA]] = []
+    for conv in conversations:
+        qs = conv.questions(categories=cfg.categories, sessions=cfg.sessions)
+        if cfg.max_questions is not None:
+            qs = qs[: cfg.max_questions]
+        chosen += [(conv.sample_id, q) for q in qs]
+    if cfg.sample is not None:
+        chosen = stratified_sample(
+            chosen, cfg.sample, stratum=lambda x: x[1].category, key=lambda x: f"{x[0]}:{x[1].index}", seed=cfg.seed
+        )
+    out: dict[str, list[QA]] = {conv.sample_id: [] for conv in conversations}
+    for sid, q in chosen:
+        out[sid].append(q)
+    return out
+
+
+def _scope(cfg: QAConfig, tag: str, sample_id: str) -> Scope:
+    return Scope(user_id=f"{cfg.scope_prefix}-{tag}-{sample_id}"[:128])
+
+
+async def ingest_raw(
+    svc: AsyncMemoryService, conv: Conversation, scope: Scope, tag: str, sessions: Sequence[int] | None
+) -> dict[str, Any]:
+    """The raw turns (no LLM call), each FOLLOWS the turn before it in its session; turns already stored
+    are skipped (the same notes ``eval retrieval`` stores under the same tag)."""
+    items = turn_inputs(conv, sessions, tag=tag, follows=True)
+    started = time.perf_counter()
+    existing = await svc.find_by_source([i.source_id for i in items if i.source_id], scope)
+    missing = [i for i in items if i.source_id not in existing]
+    if missing:
+        await svc.add_many(missing, scope, batch_size=256)
+    seconds = time.perf_counter() - started
+    return {
+        "scope": str(scope),
+        "turns": len(items),
+        "added": len(missing),
+        "reused": len(items) - len(missing),
+        "seconds": seconds,
+        "seconds_per_note": seconds / len(missing) if missing else None,
+    }
 
 
 async def run_qa_eval(
@@ -337,42 +719,97 @@ async def run_qa_eval(
     out_dir: Path,
     *,
     progress: Progress | None = None,
+    full_context_svc: AsyncMemoryService | None = None,
 ) -> dict[str, Any]:
-    """Ingest (resumable), answer, score; returns the JSON-ready result and writes answers.jsonl."""
+    """Ingest (resumable), answer with every system (resumable), score; returns the JSON-ready result and
+    appends to ``answers.jsonl``. ``full_context_svc`` answers the full-context arm (a service whose model
+    server holds the whole conversation); default ``svc``."""
     started = time.perf_counter()
-    tag = cfg.tag or derive_tag(svc.settings)
-    key = config_key(svc, tag, cfg)
+    st = svc.settings
+    tag = cfg.tag or derive_tag(st)
+    raw_tag = cfg.raw_tag or default_raw_tag(st)
+    arms = resolve_arms(st, cfg, tag, raw_tag)
+    kinds = {a.kind for a in arms}
     out_dir.mkdir(parents=True, exist_ok=True)
-    answers_path = out_dir / "answers.jsonl"
-    done = _load_answers(answers_path)
+    answers_path = cfg.answers or out_dir / "answers.jsonl"
+    answers_path.parent.mkdir(parents=True, exist_ok=True)
+    done = load_answers(answers_path)
+    questions = select_questions(conversations, cfg)
+    n_questions = sum(len(v) for v in questions.values())
+
     ingest_stats: dict[str, Any] = {}
+    raw_stats: dict[str, Any] = {}
+    scopes = {conv.sample_id: _scope(cfg, tag, conv.sample_id) for conv in conversations}
+    raw_scopes = {conv.sample_id: _scope(cfg, raw_tag, conv.sample_id) for conv in conversations}
+    if MEMORY in kinds:
+        pairs = [(conv, scopes[conv.sample_id]) for conv in conversations]
+        stats = await ingest(svc, pairs, tag, cfg.sessions, concurrency=cfg.concurrency, progress=progress)
+        ingest_stats = {conv.sample_id: {"scope": str(scope), **stats[conv.sample_id]} for conv, scope in pairs}
+    if kinds & {"rag", "memory-no-llm"}:
+        for conv in conversations:
+            raw_stats[conv.sample_id] = await ingest_raw(svc, conv, raw_scopes[conv.sample_id], raw_tag, cfg.sessions)
+
+    # A conversation whose memory is not complete (turns that failed, retried on the next run) gets no
+    # memory answers in this run: an answer stored now would never be asked again on the whole memory.
+    incomplete = {sid: st["errors"] for sid, st in ingest_stats.items() if st.get("errors")}
+    skipped: dict[str, str] = {
+        sid: f"{n} turns failed to store; the memory's answers wait for a rerun, which retries them"
+        for sid, n in incomplete.items()
+    }
+
+    fits: dict[str, FullContext] = {}
     records: list[dict[str, Any]] = []
-    scopes = [(conv, Scope(user_id=f"locomo-{tag}-{conv.sample_id}"[:128])) for conv in conversations]
-    if "memory" in cfg.systems:
-        stats = await ingest(svc, scopes, tag, cfg.sessions, concurrency=cfg.concurrency, progress=progress)
-        ingest_stats = {conv.sample_id: {"scope": str(scope), **stats[conv.sample_id]} for conv, scope in scopes}
-    with answers_path.open("a", encoding="utf-8") as sink:
-        for conv, scope in scopes:
-            if cfg.ingest_only:
-                continue
-            questions = conv.questions(categories=cfg.categories, sessions=cfg.sessions)
-            if cfg.max_questions is not None:
-                questions = questions[: cfg.max_questions]
-            for system in cfg.systems:
-                for i, q in enumerate(questions):
-                    rec_key = f"{key}:{system}:{conv.sample_id}:{q.index}"
-                    rec = done.get(rec_key)
-                    if rec is None or rec.get("error"):
-                        if system == "memory":
-                            rec = await answer_with_memory(svc, conv, q, scope, cfg, key)
-                        else:
-                            rec = await answer_with_full_context(svc, conv, q, cfg, key)
-                        sink.write(json.dumps(rec, ensure_ascii=False) + "\n")
-                        sink.flush()
-                        done[rec_key] = rec
-                    records.append(rec)
-                    if progress is not None:
-                        progress(f"answer {system} {conv.sample_id}", i + 1, len(questions))
+    if not cfg.ingest_only:
+        # What this run must ask (a resumed run skips the rest): the bar whose rate and ETA mean something.
+        todo = sum(
+            needs_answer(done, arm.record_key(sid, q.index))
+            for sid, qs in questions.items()
+            for q in qs
+            for arm in arms
+            if not (arm.kind == MEMORY and sid in incomplete)
+        )
+        asked = 0
+        warmed: set[str] = set()  # conversations whose full context the server has seen in this run
+        per_arm = dict.fromkeys((a.system for a in arms), 0)
+        with answers_path.open("a", encoding="utf-8") as sink:
+            for conv in conversations:
+                qs = questions[conv.sample_id]
+                if not qs:
+                    continue
+                for arm in arms:
+                    if arm.kind == MEMORY and conv.sample_id in incomplete:
+                        continue
+                    for q in qs:
+                        key = arm.record_key(conv.sample_id, q.index)
+                        if needs_answer(done, key):
+                            if arm.kind == MEMORY:
+                                rec = await answer_with_memory(svc, conv, q, scopes[conv.sample_id], cfg, arm)
+                            elif arm.kind == "memory-no-llm":
+                                rec = await answer_with_memory(svc, conv, q, raw_scopes[conv.sample_id], cfg, arm)
+                            elif arm.kind == "rag":
+                                rec = await answer_with_rag(svc, conv, q, raw_scopes[conv.sample_id], cfg, arm)
+                            else:
+                                if conv.sample_id not in fits:
+                                    fits[conv.sample_id] = fit_conversation(conv, cfg.sessions, cfg.full_context_limit)
+                                fc = fits[conv.sample_id]
+                                rec = await answer_with_full_context(full_context_svc or svc, conv, q, fc, cfg, arm)
+                                # the first question of a conversation in this run fills the prompt cache
+                                rec["cache"] = "warm" if conv.sample_id in warmed else "cold"
+                                warmed.add(conv.sample_id)
+                            sink.write(json.dumps(rec, ensure_ascii=False) + "\n")
+                            sink.flush()
+                            done[key] = rec
+                            asked += 1
+                            if progress is not None:
+                                progress("answers to ask in this run, all systems", asked, todo)
+                        records.append({**done[key], "system": arm.system})
+                        per_arm[arm.system] += 1
+                        if progress is not None:
+                            progress(f"answer {arm.system}", per_arm[arm.system], n_questions)
+        if "full-context" in kinds:  # what the arm sent (and cut) per conversation, also for reused answers
+            for conv in conversations:
+                if questions[conv.sample_id] and conv.sample_id not in fits:
+                    fits[conv.sample_id] = fit_conversation(conv, cfg.sessions, cfg.full_context_limit)
 
     # Scores (cheap, recomputed every run) and the optional judge (LLM, cached in the records).
     for rec in records:
@@ -386,42 +823,62 @@ async def run_qa_eval(
     for r, s in zip(adv, adv_sims, strict=True):
         r["scores"]["amem"]["sbert"] = s
     if cfg.judge:
+        verdicts: dict[str, str | None] = {}
         for i, r in enumerate(std):
-            if r.get("judge") is None and r["prediction"]:
-                r["judge"] = await judge_answer(svc, r)
+            if r.get("judge") is None and r["prediction"] and not r.get("error"):
+                if r["key"] not in verdicts:
+                    verdicts[r["key"]] = await judge_answer(svc, r)
+                r["judge"] = verdicts[r["key"]]
+                done[r["key"]]["judge"] = r["judge"]
             if progress is not None:
                 progress("judge", i + 1, len(std))
-    if cfg.judge or any("judge" in r for r in records):  # keep judge labels for reruns
-        with answers_path.open("w", encoding="utf-8") as sink:
-            for rec in done.values():
-                match = next((r for r in records if r["key"] == rec["key"]), rec)
-                sink.write(json.dumps({k: v for k, v in match.items() if k != "scores"}, ensure_ascii=False) + "\n")
+        if verdicts:  # keep judge labels for reruns
+            with answers_path.open("w", encoding="utf-8") as sink:
+                for rec in done.values():
+                    sink.write(json.dumps(rec, ensure_ascii=False) + "\n")
 
-    by_system = {system: summarise_system([r for r in records if r["system"] == system]) for system in cfg.systems}
-    st = svc.settings
+    systems = [a.system for a in arms]
+    by_system = {system: summarise_system([r for r in records if r["system"] == system]) for system in systems}
+    comparisons = compare_systems(records, systems, reps=cfg.bootstrap, seed=cfg.seed) if len(systems) > 1 else []
+    config = {
+        **asdict(cfg),
+        "tag": tag,
+        "raw_tag": raw_tag,
+        "config_key": config_key(svc, tag, cfg),
+        "arms": {a.system: {"kind": a.kind, "k": a.k, "budget": a.budget, "key": a.key} for a in arms},
+        "llm_provider": st.resolved_llm_provider,
+        "llm_model": model_label(st),
+        "llm_temperature": st.llm_temperature,
+        "llm_seed": st.llm_seed,
+        "search_mode": cfg.mode or st.search_mode,
+        "k": cfg.k or st.search_k,
+        "context_token_budget": cfg.token_budget or st.context_token_budget,
+        "links_per_hit": st.links_per_hit,
+        "enable_enrichment": st.enable_enrichment,
+        "enable_links": st.enable_links,
+        "enable_evolution": st.evolution_enabled,
+        "embed_text_variant": st.embed_text_variant,
+        "meteor_uses_wordnet": metrics.meteor_uses_wordnet(),
+        "category_names": {str(k): v for k, v in cfg.category_names.items()},
+    }
+    if full_context_svc is not None:
+        fs = full_context_svc.settings
+        config["full_context_server"] = {
+            "llm_model": model_label(fs),
+            "local_llm_port": fs.local_llm_port,
+            "local_llm_ctx": fs.local_llm_ctx,
+            "local_llm_parallel": fs.local_llm_parallel,
+        }
     return {
         "kind": "qa",
-        "config": {
-            **asdict(cfg),
-            "tag": tag,
-            "config_key": key,
-            "llm_provider": st.resolved_llm_provider,
-            "llm_model": model_label(st),
-            "llm_temperature": st.llm_temperature,
-            "llm_seed": st.llm_seed,
-            "search_mode": cfg.mode or st.search_mode,
-            "k": cfg.k or st.search_k,
-            "context_token_budget": cfg.token_budget or st.context_token_budget,
-            "links_per_hit": st.links_per_hit,
-            "enable_enrichment": st.enable_enrichment,
-            "enable_links": st.enable_links,
-            "enable_evolution": st.evolution_enabled,
-            "embed_text_variant": st.embed_text_variant,
-            "meteor_uses_wordnet": metrics.meteor_uses_wordnet(),
-            "category_names": CATEGORY_NAMES,
-        },
+        "config": config,
         "ingest": ingest_stats,
+        "ingest_raw": raw_stats,
+        "skipped": skipped,
+        "full_context": {sid: fc.info() for sid, fc in fits.items()},
         "systems": by_system,
+        "comparisons": comparisons,
+        "reference": PUBLISHED_QWEN25_15B if cfg.reference else None,
         "questions": len({(r["sample_id"], r["qa_index"]) for r in records}),
         "seconds": time.perf_counter() - started,
     }

@@ -31,24 +31,195 @@ def write_json(path: Path, data: dict[str, Any]) -> Path:
     return path
 
 
+def _qa_cat_label(key: str, names: dict[str, str]) -> str:
+    base, _, mode = key.partition("-")
+    name = names.get(base, CATEGORY_NAMES.get(int(base), base) if base.isdigit() else base)
+    return f"{base} {name}" + (f" ({mode})" if mode else "")
+
+
+def _score(data: dict[str, Any], cat: str, metric: str = "f1") -> Any:
+    if cat == "overall":
+        return data["overall"].get("excluded", {}).get(metric)
+    return data["by_category"].get(cat, {}).get(metric)
+
+
+def _answered(cost: dict[str, Any] | None) -> str:
+    if not cost:
+        return "-"
+    failed = cost.get("failed", cost.get("errors", 0))
+    text = f"{cost.get('answered', cost['count'] - failed)}/{cost['count']}"
+    return text + (f" (**{failed} failed**)" if failed else "")
+
+
+def qa_side_by_side(result: dict[str, Any]) -> list[str]:
+    """One line per system (and the paper's reference rows): F1 x100 per category, cost per answer."""
+    names = result["config"].get("category_names") or {str(k): v for k, v in CATEGORY_NAMES.items()}
+    cats = ["1", "2", "3", "4", "5-amem", "5-locomo", "overall"]
+    head = [_qa_cat_label(c, names) if c != "overall" else "overall (1-4)" for c in cats]
+    lines = [
+        "## Systems side by side (A-MEM F1 x100; failed answers are not scored)",
+        "",
+        "| system | " + " | ".join(head) + " | answered | context tokens | LLM tokens | s / answer |",
+        "|---|" + "---|" * (len(cats) + 4),
+    ]
+    for system, data in result["systems"].items():
+        cost = data.get("cost", {}).get("overall")
+        lines.append(
+            f"| {system} | "
+            + " | ".join(_f(_score(data, c), 100, 1) for c in cats)
+            + f" | {_answered(cost)} | {_f((cost or {}).get('context_tokens'), 1, 0)} | "
+            f"{_f((cost or {}).get('total_tokens'), 1, 0)} | {_f((cost or {}).get('seconds'), 1, 1)} |"
+        )
+    ref = result.get("reference")
+    if ref:
+        for label, row in ref["rows"].items():
+            f1 = row["f1"]
+            lines.append(
+                f"| {label} | "
+                + " | ".join(_f(f1.get(c.split("-")[0]) if c != "5-locomo" else None, 1, 1) for c in cats[:-1])
+                + f" | - | - | - | {row['tokens']:,} (paper) | - |"
+            )
+        lines += ["", f"Reference rows: {ref['source']}; their category 5 is A-MEM's scoring (`5-amem`)."]
+    lines.append("")
+    return lines
+
+
+def qa_budget_curve(result: dict[str, Any]) -> list[str]:
+    arms = result["config"].get("arms", {})
+    curve = [s for s in result["systems"] if s.startswith("memory@")]
+    if not curve:
+        return []
+    rows = sorted(curve, key=lambda s: int(s.split("@")[1]))
+    if "full-context" in result["systems"]:
+        rows.append("full-context")
+    cats = ["1", "2", "3", "4", "5-amem", "overall"]
+    lines = [
+        "## Budget curve (memory at each context budget, beside the whole history)",
+        "",
+        "| system | budget | k | "
+        + " | ".join(c if c != "overall" else "overall (1-4)" for c in cats)
+        + " | context tokens | LLM input tokens | s / answer | answered |",
+        "|---|---|---|" + "---|" * (len(cats) + 4),
+    ]
+    for system in rows:
+        data = result["systems"][system]
+        arm = arms.get(system, {})
+        cost = data.get("cost", {}).get("overall") or {}
+        budget = arm.get("budget") if system != "full-context" else "whole"
+        lines.append(
+            f"| {system} | {budget if budget is not None else '-'} | {arm.get('k') or '-'} | "
+            + " | ".join(_f(_score(data, c), 100, 1) for c in cats)
+            + f" | {_f(cost.get('context_tokens'), 1, 0)} | {_f(cost.get('input_tokens'), 1, 0)} | "
+            f"{_f(cost.get('seconds'), 1, 1)} | {_answered(cost or None)} |"
+        )
+    lines += [
+        "",
+        "LLM input tokens are what the server was sent; a llama.cpp server's prompt cache processes only the part "
+        "after the prefix it already holds (for full context: the question), so the seconds show the cache's effect.",
+        "",
+    ]
+    return lines
+
+
+def qa_comparisons(result: dict[str, Any]) -> list[str]:
+    comps = result.get("comparisons") or []
+    if not comps:
+        return []
+    groups = ["overall", "1", "2", "3", "4", "5-amem", "5-locomo"]
+    lines = [
+        "## Differences between systems (A-MEM F1 x100, a - b, paired bootstrap 95 % interval)",
+        "",
+        "Over the questions both systems answered (n in brackets).",
+        "",
+        "| a - b | " + " | ".join(g if g != "overall" else "overall (1-4)" for g in groups) + " |",
+        "|---|" + "---|" * len(groups),
+    ]
+    for c in comps:
+        cells = []
+        for g in groups:
+            d = c["groups"].get(g)
+            cells.append(
+                "-"
+                if not d
+                else f"{d['mean'] * 100:+.1f} [{d['ci95_low'] * 100:+.1f}, {d['ci95_high'] * 100:+.1f}] ({d['n']})"
+            )
+        lines.append(f"| {c['a']} - {c['b']} | " + " | ".join(cells) + " |")
+    lines.append("")
+    return lines
+
+
+def qa_full_context(result: dict[str, Any]) -> list[str]:
+    fits = result.get("full_context") or {}
+    if not fits:
+        return []
+    server = result["config"].get("full_context_server")
+    where = (
+        f"its own model server ({server['local_llm_parallel']} slot(s) of {server['local_llm_ctx']:,} tokens, "
+        f"port {server['local_llm_port']})"
+        if server
+        else "the main model server"
+    )
+    limit = result["config"].get("full_context_limit")
+    limit_text = f"at most {limit:,} counted tokens of conversation" if limit else "no limit on the conversation"
+    lines = [
+        "## Full context: what was sent",
+        "",
+        (
+            f"Conversation first, question last, answered on {where}; {limit_text}. When a conversation does not fit, "
+            "its oldest turns are cut; answers on a cut conversation are marked `truncated` in answers.jsonl."
+        ),
+        "",
+        "| conversation | tokens (whole) | tokens sent | fits | turns sent | turns cut | sessions cut | first turn sent |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    fc_cost = (result["systems"].get("full-context") or {}).get("cost", {}).get("overall") or {}
+    if "seconds_cache_cold" in fc_cost or "seconds_cache_warm" in fc_cost:
+        lines[4:4] = [
+            (
+                f"Seconds per answer: {_f(fc_cost.get('seconds_cache_cold'), 1, 1)} for the first question of a "
+                f"conversation in a run (prompt cache cold: the whole conversation processed; "
+                f"n={fc_cost.get('answers_cache_cold', 0)}), {_f(fc_cost.get('seconds_cache_warm'), 1, 1)} for "
+                f"the others (the cached conversation reused; n={fc_cost.get('answers_cache_warm', 0)})."
+            ),
+            "",
+        ]
+    for sid, fc in fits.items():
+        lines.append(
+            f"| {sid} | {fc['whole_tokens']:,} | {fc['tokens']:,} | {_f(fc['fits'])} | {fc['turns']} | {fc['cut_turns']} | "
+            f"{_ranges(fc['cut_sessions']) if fc['cut_sessions'] else '-'} | {fc['first_turn'] or '-'} |"
+        )
+    lines.append("")
+    return lines
+
+
 def qa_markdown(result: dict[str, Any]) -> str:
     c = result["config"]
+    names = c.get("category_names") or {str(k): v for k, v in CATEGORY_NAMES.items()}
     lines = [
-        "# LoCoMo QA evaluation",
+        "# QA evaluation" if c.get("scope_prefix", "locomo") != "locomo" else "# LoCoMo QA evaluation",
         "",
         (
             f"Model `{c['llm_model']}` ({c['llm_provider']}), temperature {c['llm_temperature']}, seed {c['llm_seed']}; "
             f"search mode `{c['search_mode']}`, k={c['k']}, context budget {c['context_token_budget']} tokens; "
             f"tag `{c['tag']}`; category-5 prompt `{c['cat5_prompt']}`; sessions {c['sessions'] or 'all'}; "
-            f"{result['questions']} questions. METEOR with WordNet synonyms: {_f(c['meteor_uses_wordnet'])}."
+            f"{result['questions']} questions"
+            + (f" (a seeded sample of {c['sample']}, stratified by category)" if c.get("sample") else "")
+            + f". METEOR with WordNet synonyms: {_f(c['meteor_uses_wordnet'])}."
         ),
         "",
         (
             "Scores x100. Category 5 is shown in both modes: `amem` (scored against the adversarial answer, as "
-            "A-MEM publishes) and `locomo` (1 when the answer declines). Overall `excluded` = categories 1-4."
+            "A-MEM publishes) and `locomo` (1 when the answer declines). Overall `excluded` = categories 1-4. "
+            "Failed answers (an LLM error such as HTTP 400) are counted as failed and left out of every score."
         ),
         "",
     ]
+    for sid, why in (result.get("skipped") or {}).items():
+        lines += [f"**{sid}: not answered by the memory in this run**: {why}.", ""]
+    lines += qa_side_by_side(result)
+    lines += qa_budget_curve(result)
+    lines += qa_comparisons(result)
+    lines += qa_full_context(result)
     metrics = ("f1", "locomo_f1", "bleu1", "rouge1", "rougeL", "meteor", "sbert", "exact_match")
     for system, data in result["systems"].items():
         lines += [
@@ -59,7 +230,9 @@ def qa_markdown(result: dict[str, Any]) -> str:
         ]
         for cat, row in data["by_category"].items():
             lines.append(
-                f"| {_cat_label(cat)} | {row['count']} | " + " | ".join(_f(row.get(m), 100) for m in metrics) + " |"
+                f"| {_qa_cat_label(cat, names)} | {row['count']} | "
+                + " | ".join(_f(row.get(m), 100) for m in metrics)
+                + " |"
             )
         for mode, row in data["overall"].items():
             lines.append(
@@ -69,27 +242,45 @@ def qa_markdown(result: dict[str, Any]) -> str:
         if cost:
             lines += [
                 "",
-                "| category | context tokens | total tokens (LLM) | seconds | search s | LLM s | judge acc. | errors |",
+                "| category | answered | context tokens | total tokens (LLM) | seconds | search s | LLM s | judge acc. |",
                 "|---|---|---|---|---|---|---|---|",
             ]
             for cat, row in cost.items():
                 lines.append(
-                    f"| {cat} | {_f(row['context_tokens'], 1, 0)} | {_f(row['total_tokens'], 1, 0)} | {_f(row['seconds'])} | "
-                    f"{_f(row['search_seconds'], 1, 3)} | {_f(row['llm_seconds'])} | {_f(row.get('judge_accuracy'), 100, 1)} | {row['errors']} |"
+                    f"| {cat} | {_answered(row)} | {_f(row['context_tokens'], 1, 0)} | {_f(row['total_tokens'], 1, 0)} | "
+                    f"{_f(row['seconds'])} | {_f(row['search_seconds'], 1, 3)} | {_f(row['llm_seconds'])} | "
+                    f"{_f(row.get('judge_accuracy'), 100, 1)} |"
                 )
+            failures = (cost.get("overall") or {}).get("failure_messages")
+            if failures:
+                lines += ["", "Failures (first kinds): " + "; ".join(f"`{m}`" for m in failures)]
         lines.append("")
     if result.get("ingest"):
         lines += [
             "## Ingest (full A-MEM add per turn)",
             "",
-            "| conversation | turns | added | reused | links | evolved | pending | errors | LLM calls/note | tokens/note | s/note |",
-            "|---|---|---|---|---|---|---|---|---|---|---|",
+            "| conversation | turns | added | reused | links | evolved | pending | errors | LLM calls/note | tokens/note | s/note (latency) | wall s/note |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for sid, st in result["ingest"].items():
             pn = st["per_note"]
             lines.append(
                 f"| {sid} | {st['turns']} | {st['added']} | {st['reused']} | {st['links']} | {st['evolved']} | {st['pending']} | "
-                f"{st['errors']} | {_f(pn['llm_calls'])} | {_f(pn['tokens'], 1, 0)} | {_f(pn['seconds'])} |"
+                f"{st['errors']} | {_f(pn['llm_calls'])} | {_f(pn['tokens'], 1, 0)} | {_f(pn['seconds'])} | "
+                f"{_f(pn.get('wall_seconds'))} |"
+            )
+        lines.append("")
+    if result.get("ingest_raw"):
+        lines += [
+            "## Ingest of the raw turns (rag, memory-no-llm: no LLM call)",
+            "",
+            "| conversation | scope | turns | added | reused | s/note |",
+            "|---|---|---|---|---|---|",
+        ]
+        for sid, st in result["ingest_raw"].items():
+            lines.append(
+                f"| {sid} | `{st['scope']}` | {st['turns']} | {st['added']} | {st['reused']} | "
+                f"{_f(st.get('seconds_per_note'), 1, 4)} |"
             )
         lines.append("")
     return "\n".join(lines)

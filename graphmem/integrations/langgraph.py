@@ -1,6 +1,7 @@
 """A LangGraph long-term store (``langgraph.store.base.BaseStore``) on graphmem, behaving like
 LangGraph's ``PostgresStore``: any namespace, values of any size, atomic puts, filters, semantic
-search, TTL with a sweeper, namespace listing.
+search, TTL with a sweeper, namespace listing. Any ``limit`` is taken (the store is read in pages
+of ``LIMITS.items_page_max`` rows), and an expired item is never returned, swept or not.
 
     store = GraphmemStore(svc, user_label=1)                 # ("memories", user_id, ...) -> that user's scope
     store.put(("memories", "alice"), "prefs", {"text": "likes green tea"}, ttl=60 * 24)
@@ -98,7 +99,9 @@ class GraphmemStore(BaseStore):
             ``"$"`` for the whole value, the default) whose text is embedded for ``query`` search;
             ``put(..., index=[...])`` overrides it per item, ``index=False`` stores it unindexed.
         ttl: LangGraph's ``TTLConfig`` (``default_ttl`` and ``sweep_interval_minutes`` in minutes,
-            ``refresh_on_read``, ``omit_expired``).
+            ``refresh_on_read``). An expired item is gone for readers (``get``, ``search``,
+            ``list_namespaces``) at once, whatever ``omit_expired`` says; the sweeper only frees
+            its storage.
     """
 
     supports_ttl: bool = True
@@ -188,10 +191,6 @@ class GraphmemStore(BaseStore):
             updated_at=found.updated_at,
         )
 
-    @property
-    def _omit_expired(self) -> bool:
-        return bool(self.ttl_config and self.ttl_config.get("omit_expired"))
-
     # --- ops ------------------------------------------------------------------------------------
 
     async def _get(self, svc: AsyncMemoryService, op: GetOp) -> Item | None:
@@ -200,19 +199,13 @@ class GraphmemStore(BaseStore):
             op.namespace,
             op.key,
             refresh_ttl=op.refresh_ttl,
-            omit_expired=self._omit_expired,
         )
         return None if found is None else self._item(found, search=False)
 
     async def _search(self, svc: AsyncMemoryService, op: SearchOp) -> list[SearchItem]:
         items: ItemService = svc.items
         scopes = await self._scopes(svc, op.namespace_prefix)
-        args: dict[str, Any] = {
-            "query": op.query,
-            "filter": op.filter,
-            "refresh_ttl": op.refresh_ttl,
-            "omit_expired": self._omit_expired,
-        }
+        args: dict[str, Any] = {"query": op.query, "filter": op.filter, "refresh_ttl": op.refresh_ttl}
         if len(scopes) <= 1:  # the common case: the prefix names the scope
             scope = scopes[0] if scopes else self.scope
             found = await items.search(scope, op.namespace_prefix, offset=op.offset, limit=op.limit, **args)
@@ -242,9 +235,7 @@ class GraphmemStore(BaseStore):
         fetch = want if not extra else 1_000_000_000
         found: set[tuple[str, ...]] = set()
         for scope in scopes:
-            found.update(
-                await svc.items.namespaces(scope, offset=0, limit=fetch, omit_expired=self._omit_expired, **args)
-            )
+            found.update(await svc.items.namespaces(scope, offset=0, limit=fetch, **args))
         names = sorted(ns for ns in found if all(_matches_path(c.path, ns, c.match_type) for c in extra))
         return names[op.offset : want]
 

@@ -16,6 +16,10 @@ caller's own task is cancelled.
 
 Servers without ``/metrics`` (the llama-cpp-python fallback) get a plain ``stall_timeout`` for the
 whole call, as before.
+
+The poll task lives on the event loop of the calls; ``release`` (what the service's ``close()`` calls,
+through ``release_chat_model``) cancels and awaits it and closes the pooled connections, so nothing
+is left for the interpreter's exit to destroy (issue 29).
 """
 
 from __future__ import annotations
@@ -102,9 +106,30 @@ class ProgressTimeoutTransport(httpx.AsyncBaseTransport):
                     await call
 
     async def aclose(self) -> None:
-        if self._poller is not None:
-            self._poller.cancel()
+        await self._stop_poller()
         await self._inner.aclose()
+
+    async def release(self) -> None:
+        """Leave nothing of this transport on the running event loop: stop the ``/metrics`` poll
+        task (unless calls are still in flight) and close the pooled connections. The transport
+        stays usable (a later call, on any loop, opens new ones): a chat model handed to a
+        service outlives the service's ``close()``."""
+        if self._in_flight == 0:
+            await self._stop_poller()
+            await self._inner.aclose()  # httpx pools reopen connections on demand
+
+    async def _stop_poller(self) -> None:
+        poller, self._poller = self._poller, None
+        if poller is None or poller.done():
+            return
+        try:
+            same_loop = poller.get_loop() is asyncio.get_running_loop()
+            poller.cancel()
+        except RuntimeError:  # its loop is closed: nothing can run it any more
+            return
+        if same_loop:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await poller
 
     async def _send(self, request: httpx.Request) -> httpx.Response:
         response = await self._inner.handle_async_request(request)
@@ -178,7 +203,29 @@ def _is_stream(request: httpx.Request) -> bool:
     return isinstance(body, dict) and bool(body.get("stream"))
 
 
-def local_async_client(server_root: str, *, stall_timeout: float, max_wait: float) -> httpx.AsyncClient:
+class LocalAsyncClient(httpx.AsyncClient):
+    """The async HTTP client of a local chat model; ``progress`` is its transport."""
+
+    def __init__(self, transport: ProgressTimeoutTransport, timeout: float) -> None:
+        super().__init__(transport=transport, trust_env=False, timeout=httpx.Timeout(timeout))
+        self.progress = transport
+
+
+def local_async_client(server_root: str, *, stall_timeout: float, max_wait: float) -> LocalAsyncClient:
     """The async HTTP client for a local llama.cpp server: progress-following timeouts, no proxy."""
     transport = ProgressTimeoutTransport(server_root, stall_timeout=stall_timeout, max_wait=max_wait)
-    return httpx.AsyncClient(transport=transport, trust_env=False, timeout=httpx.Timeout(stall_timeout))
+    return LocalAsyncClient(transport, stall_timeout)
+
+
+async def release_chat_model(model: object, *, close: bool = False) -> None:
+    """Stop what a chat model's async HTTP client runs on the current event loop (the local
+    model's ``/metrics`` poll task, its pooled connections); ``close``: and close that client for
+    good (for a model its owner is done with). Other models' clients are shared by langchain-openai
+    across models and left alone."""
+    client = getattr(model, "http_async_client", None)
+    if not isinstance(client, LocalAsyncClient):
+        return
+    if close:
+        await client.aclose()  # closes the transport: the poller too
+    else:
+        await client.progress.release()

@@ -96,14 +96,16 @@ class LocalLLM:
     started it (``graphmem llm stop`` or ``stop()`` ends it).
     """
 
-    def __init__(self, settings: Settings, *, show_progress: bool = True) -> None:
+    def __init__(self, settings: Settings, *, show_progress: bool = True, name: str = "server") -> None:
+        """``name`` names the pid record and log (``<home>/llm/<name>.json``, ``.log``): a second server
+        of one home, such as the evaluation's full-context server on its own port, takes its own name."""
         self.settings = settings
         self.spec = GGUF_MODELS[settings.local_model]
         self.port = settings.local_llm_port
         self.show_progress = show_progress
         self.state_dir = settings.home / "llm"
-        self.pid_file = self.state_dir / "server.json"
-        self.log_file = self.state_dir / "server.log"
+        self.pid_file = self.state_dir / f"{name}.json"
+        self.log_file = self.state_dir / f"{name}.log"
         self.model_path = settings.cache_dir / "models" / self.spec.file_name
         self.server: ServerKind | None = None  # known after start(): which server answers
 

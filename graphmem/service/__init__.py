@@ -4,6 +4,7 @@ blocking facade ``MemoryService``. This package face is the core's public API fo
 
 from graphmem.models import NoteInput, SearchFilters, SearchMode
 from graphmem.service.answer_context import Context, build_context
+from graphmem.service.grounding import sentence_refusal, sentences, speaker_of
 from graphmem.service.memory import AsyncMemoryService, Progress
 from graphmem.service.sync import MemoryService
 from graphmem.service.text import cosine, embed_text
@@ -22,6 +23,9 @@ __all__ = [
     "copies",
     "cosine",
     "embed_text",
+    "sentence_refusal",
+    "sentences",
+    "speaker_of",
     "stem",
     "supported_share",
     "tokens",

@@ -15,6 +15,7 @@ from langchain_core.language_models import BaseChatModel
 from graphmem.config import Settings
 from graphmem.llm.calls import LLMCaller
 from graphmem.llm.clients import make_chat_model, structured_method
+from graphmem.llm.progress import release_chat_model
 
 # A ready model (or a ready caller, with its own retry policy), or one that is starting (None when
 # it resolves: build it from the settings).
@@ -28,6 +29,7 @@ class ChatModelSlot:
         self._settings = settings
         self._source = source
         self._caller: LLMCaller | None = source if isinstance(source, LLMCaller) else None
+        self._built = False  # the slot built the model itself (from the settings): it owns its client
 
     @property
     def starting(self) -> bool:
@@ -59,6 +61,7 @@ class ChatModelSlot:
 
     def _build(self, model: BaseChatModel | None) -> LLMCaller:
         s = self._settings
+        self._built = model is None
         return LLMCaller(
             model if model is not None else make_chat_model(s),
             method=structured_method(s, chat_model=model),  # a local model says which server it talks to
@@ -71,3 +74,11 @@ class ChatModelSlot:
         """Stop waiting for a model still starting (the start itself runs on in its thread)."""
         if isinstance(self._source, asyncio.Future) and not self._source.done():
             self._source.cancel()
+
+    async def aclose(self) -> None:
+        """``cancel``, then stop what the model's client runs on this event loop (the local model's
+        ``/metrics`` poll task, pooled connections); a client the slot built itself is closed, one
+        handed in stays usable (its owner may pass it to another service)."""
+        self.cancel()
+        if self._caller is not None:
+            await release_chat_model(self._caller.model, close=self._built)

@@ -13,6 +13,7 @@ from graphmem.llm.calls import LLMCaller
 from graphmem.llm.outputs import NoteEnrichment
 from graphmem.llm.prompts import ENRICH_SYSTEM, enrich_messages
 from graphmem.models import EnrichmentStatus, Note, Scope, Usage, check_id, validate_content, validate_label
+from graphmem.service.grounding import ground
 from graphmem.service.text import check_note_text, parse_event_time, validate_metadata
 from graphmem.service.wording import content_words
 
@@ -61,10 +62,11 @@ def new_note(
 
 
 async def enrich(
-    llm: LLMCaller, content: str, usage: Usage, rejected: list[str] | None = None
+    llm: LLMCaller, content: str, usage: Usage, rejected: list[str] | None = None, *, grounded: bool = True
 ) -> NoteEnrichment | None:
     """The LLM's keywords, context and tags for a note; None when the LLM failed or gave nothing usable.
-    Keywords and tags that only echo the instructions are then dropped, each reported in ``rejected``."""
+    Keywords and tags that only echo the instructions are then dropped, and (``grounded``) context
+    sentences and keywords the note does not support (``grounding.ground``): each reported in ``rejected``."""
     try:
         result, _ = await llm.structured(NoteEnrichment, enrich_messages(content), usage)
     except LLMError as exc:
@@ -79,6 +81,11 @@ async def enrich(
             setattr(result, field, [w for w in items if w not in echoed])
             if rejected is not None:
                 rejected.extend(f"{field[:-1]} {w!r} only repeats the instructions" for w in echoed)
+    if grounded:
+        checked = ground(content, result.context, result.keywords)
+        result.context, result.keywords = checked.context, checked.keywords
+        if rejected is not None:
+            rejected.extend(checked.refused)
     return result  # usable even when every keyword was an echo: its context stands
 
 

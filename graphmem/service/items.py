@@ -27,7 +27,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from graphmem.errors import InvalidInputError
 from graphmem.models import (
@@ -51,6 +51,7 @@ EmbedQuery = Callable[[str], Awaitable[list[float]]]
 MAX_NAMESPACE_BYTES = 4000  # the encoded namespace is in a range index (Neo4j's key limit is ~8 KB)
 _EXACT_INT = 2**53  # integers beyond this are not exact as floats: such operands are checked here
 _PAGE = 500  # rows per store call while residual conditions are checked here
+T = TypeVar("T")
 
 
 @dataclass
@@ -344,10 +345,12 @@ class ItemService:
         return usage
 
     async def get(
-        self, scope: Scope, namespace: Sequence[str], key: str, *, refresh_ttl: bool = True, omit_expired: bool = False
+        self, scope: Scope, namespace: Sequence[str], key: str, *, refresh_ttl: bool = True
     ) -> StoredItem | None:
+        """The item, or None; an item whose TTL has expired is gone for readers even before the
+        sweeper deletes it (as for ``search`` and ``namespaces``)."""
         ns, key = check_namespace(namespace), check_key(key)
-        record = await self.store.get_item(scope, ns, key, live_at=utcnow() if omit_expired else None)
+        record = await self.store.get_item(scope, ns, key, live_at=utcnow())
         if record is None:
             return None
         if refresh_ttl and record.ttl_minutes is not None:
@@ -364,16 +367,17 @@ class ItemService:
         offset: int = 0,
         limit: int = 10,
         refresh_ttl: bool = True,
-        omit_expired: bool = False,
     ) -> list[StoredItem]:
         """Items under a namespace prefix: by similarity to ``query`` (indexed items only), else the
-        most recently updated first; filtered; ``offset``/``limit`` paged (bounds: ``LIMITS``)."""
+        most recently updated first; filtered; expired items left out; ``offset``/``limit`` paged.
+        Any ``limit`` (as LangGraph's stores take): the store is read in calls of at most
+        ``LIMITS.items_page_max`` rows until enough items came back or none are left."""
         _page(limit, offset)
         ns = check_namespace(prefix, allow_empty=True)
         where = compile_filter(filter)
         if limit == 0:
             return []
-        live_at = utcnow() if omit_expired else None
+        live_at = utcnow()
         embedding: list[float] | None = None
         if query:
             embedding = await self._embed_query(_utf8(query, "the query")[: self._max_text])
@@ -384,11 +388,11 @@ class ItemService:
             return await self.store.search_items(scope, ns, where, embedding, skip=skip, limit=size, live_at=live_at)
 
         if not where.residual:
-            records = await page(offset, limit)
+            records = await _paged(page, offset, limit)
         else:
             want, skip = offset + limit, 0
             kept: list[ItemRecord] = []
-            size = max(_PAGE, 2 * want) if want < 10 * _PAGE else 10 * _PAGE
+            size = min(max(_PAGE, 2 * want), LIMITS.items_page_max)
             while len(kept) < want:
                 rows = await page(skip, size)
                 kept.extend(r for r in rows if item_matches(filter, json.loads(r.value_json)))
@@ -398,8 +402,8 @@ class ItemService:
             records = kept[offset:want]
         if refresh_ttl:
             expiring = [(r.namespace, r.key) for r in records if r.ttl_minutes is not None]
-            if expiring:
-                await self.store.refresh_items(scope, expiring)
+            for at in range(0, len(expiring), LIMITS.items_page_max):
+                await self.store.refresh_items(scope, expiring[at : at + LIMITS.items_page_max])
         return [_stored(r) for r in records]
 
     async def namespaces(
@@ -411,22 +415,23 @@ class ItemService:
         max_depth: int | None = None,
         offset: int = 0,
         limit: int = 100,
-        omit_expired: bool = False,
     ) -> list[tuple[str, ...]]:
+        """The namespaces of the scope's live items (expired ones left out), sorted, paged; any
+        ``limit``, read in store calls of at most ``LIMITS.items_page_max``."""
         _page(limit, offset)
         if max_depth is not None and max_depth < 1:
             raise InvalidInputError("max_depth must be >= 1")
         if limit == 0:
             return []
-        return await self.store.item_namespaces(
-            scope,
-            prefix=check_namespace(prefix, allow_empty=True),
-            suffix=check_namespace(suffix, allow_empty=True),
-            max_depth=max_depth,
-            skip=offset,
-            limit=limit,
-            live_at=utcnow() if omit_expired else None,
-        )
+        start, end = check_namespace(prefix, allow_empty=True), check_namespace(suffix, allow_empty=True)
+        live_at = utcnow()
+
+        async def page(skip: int, size: int) -> list[tuple[str, ...]]:
+            return await self.store.item_namespaces(
+                scope, prefix=start, suffix=end, max_depth=max_depth, skip=skip, limit=size, live_at=live_at
+            )
+
+        return await _paged(page, offset, limit)
 
     async def scopes(
         self,
@@ -438,8 +443,9 @@ class ItemService:
         offset: int = 0,
         limit: int = 1000,
     ) -> list[Scope]:
-        """Scopes that hold items under a namespace prefix (paged)."""
-        _page(limit, offset)
+        """Scopes that hold items under a namespace prefix (paged: at most ``LIMITS.items_page_max``)."""
+        check_bound(limit, 0, LIMITS.items_page_max, "limit")
+        check_bound(offset, 0, LIMITS.offset_max, "offset")
         parts = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
         return await self.store.item_scopes(
             parts=parts, prefix=check_namespace(prefix, allow_empty=True), skip=offset, limit=limit
@@ -460,6 +466,22 @@ __all__ = ["ItemPut", "ItemService", "compile_filter", "item_matches", "value_le
 
 
 def _page(limit: int, offset: int) -> None:
-    """Issue 16: every number a client sends is bounded (an offset of 2**63 overflowed Neo4j's SKIP)."""
-    check_bound(limit, 0, LIMITS.items_page_max, "limit")
+    """Issue 16: every number a client sends is bounded (an offset of 2**63 overflowed Neo4j's SKIP).
+    A limit is any count (issue 29: LangGraph's stores refuse none); what protects the server is
+    ``_paged``, which never asks the store for more than ``LIMITS.items_page_max`` rows at once."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise InvalidInputError(f"limit must be an integer >= 0; got {str(limit)[:40]}")
     check_bound(offset, 0, LIMITS.offset_max, "offset")
+
+
+async def _paged(fetch: Callable[[int, int], Awaitable[list[T]]], offset: int, limit: int) -> list[T]:
+    """Up to ``limit`` rows from ``offset``, read with ``fetch(skip, size)`` in pages of at most
+    ``LIMITS.items_page_max`` rows, until enough came back or a short page says none are left."""
+    out: list[T] = []
+    while len(out) < limit:
+        size = min(LIMITS.items_page_max, limit - len(out))
+        rows = await fetch(offset + len(out), size)
+        out.extend(rows)
+        if len(rows) < size:
+            break
+    return out

@@ -177,8 +177,8 @@ class AsyncMemoryService:
         )
 
     async def close(self) -> None:
-        for slot in self._slots:
-            slot.cancel()
+        for slot in self._slots:  # each chat model's background work on this loop (issue 29)
+            await slot.aclose()
         await self._stats.close()
         await self.store.close()
 

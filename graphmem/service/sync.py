@@ -8,6 +8,7 @@ every public coroutine of the async service has a method here with the same para
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from datetime import datetime
@@ -53,9 +54,27 @@ class _LoopThread:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
 
     def stop(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(timeout=5)
+        """Cancel and wait for the tasks still on the loop (as ``asyncio.run`` does at its end), then
+        stop and close it: nothing is left pending for the interpreter's exit to destroy."""
+        if self._thread.is_alive():
+            with contextlib.suppress(Exception):
+                self.run(_finish_tasks())
+                self.run(self.loop.shutdown_asyncgens())
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(timeout=5)
         self.loop.close()
+
+
+async def _finish_tasks(timeout: float = 5.0) -> None:
+    me = asyncio.current_task()
+    left = [task for task in asyncio.all_tasks() if task is not me]
+    for task in left:
+        task.cancel()
+    if left:
+        await asyncio.wait(left, timeout=timeout)
+    for task in left:  # their errors are theirs to report; retrieved so that none is logged at exit
+        if task.done() and not task.cancelled():
+            task.exception()
 
 
 class MemoryService:

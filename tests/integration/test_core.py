@@ -543,7 +543,7 @@ async def test_every_number_is_bounded_at_the_python_api(make_service: Any, scop
         lambda: svc.add_many([NoteInput(content="x")], scope, batch_size=0),
         lambda: svc.add_many([NoteInput(content="x")], scope, batch_size=2**63),
         lambda: svc.items.search(scope, ("ns",), offset=2**63),  # the LangGraph store's items
-        lambda: svc.items.search(scope, ("ns",), limit=LIMITS.items_page_max + 1),
+        lambda: svc.items.search(scope, ("ns",), limit=-1),  # any count is taken, read in pages (issue 29)
         lambda: svc.items.namespaces(scope, offset=2**63 - 1),
         lambda: svc.items.scopes(limit=2**64),
     ]

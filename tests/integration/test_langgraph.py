@@ -4,6 +4,7 @@ store ids), the blocking API and the sweeper thread."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import time
 import uuid
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 from langchain_core.embeddings import Embeddings
+from langgraph.store.base import PutOp
 
 from graphmem.errors import InvalidInputError
 from graphmem.integrations.langgraph import GraphmemStore, scope_id
@@ -144,3 +146,64 @@ async def test_items_of_the_earlier_store_move_over(user: str, make_service: Any
     assert {n.id for n in await svc.list(coach)} == {odd.note.id, plain.note.id}
     assert old.note.id not in {n.id for n in await svc.list(coach)}
     assert await store.amigrate_legacy_notes(user_id=user) == (0, 1)  # a rerun finds nothing more to move
+
+
+async def test_any_limit_is_taken_and_read_in_pages(
+    user: str, make_service: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 29: LangGraph's stores take any limit (the conformance suite lists namespaces with
+    limit=100000 and 1000000); graphmem reads the store in pages of LIMITS.items_page_max rows
+    instead of refusing (a page of 7 here, so that the 30 items cross page boundaries)."""
+    import graphmem.service.items as items_module
+    from graphmem.models import Limits
+
+    svc, _ = await make_service()
+    store = GraphmemStore(svc, scope=Scope(user_id=user))
+    root = f"lim-{uuid.uuid4().hex[:6]}"
+    puts = [PutOp((root, f"n{i:02d}", "deep", "er"), "k", {"i": i}, index=False) for i in range(30)]
+    await store.abatch(puts)
+    namespaces = sorted(p.namespace for p in puts)
+    calls: list[int] = []
+    real = svc.items.store.item_namespaces
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(kwargs["limit"])
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(items_module, "LIMITS", Limits(items_page_max=7))
+    monkeypatch.setattr(svc.items.store, "item_namespaces", counted)
+    assert await store.alist_namespaces(prefix=(root,), limit=1_000_000) == namespaces
+    assert max(calls) == 7 and len(calls) == 5  # 7 + 7 + 7 + 7 + 2: no store call over the page size
+    assert await store.alist_namespaces(max_depth=3, limit=100_000) == sorted({ns[:3] for ns in namespaces})
+    assert await store.alist_namespaces(prefix=(root,), limit=5, offset=12) == namespaces[12:17]
+    found = await store.asearch((root,), limit=1_000_000)
+    assert sorted(i.value["i"] for i in found) == list(range(30))
+    assert [i.value["i"] for i in await store.asearch((root,), limit=10**9, offset=25)] == [
+        i.value["i"] for i in found[25:]
+    ]
+    residual = await store.asearch((root,), filter={"i": {"$gte": 3}, "x": None}, limit=10**6)  # checked in Python
+    assert len(residual) == 27
+    with pytest.raises(InvalidInputError):
+        await svc.items.search(Scope(user_id=user), (root,), limit=-1)
+
+
+async def test_expired_items_are_gone_for_readers_before_the_sweep(user: str, make_service: Any, graph: Any) -> None:
+    """Issue 29: an item whose TTL ran out is not returned by get (refresh_ttl=False or not),
+    search or list_namespaces, with LangGraph's default TTLConfig (no omit_expired); the node is
+    still there until the sweeper deletes it."""
+    svc, _ = await make_service()
+    store = GraphmemStore(svc, scope=Scope(user_id=user))
+    root = f"ttl-{uuid.uuid4().hex[:6]}"
+    await store.aput((root, "short"), "gone", {"text": "short-lived"}, ttl=0.01)  # 0.6 s
+    await store.aput((root, "long"), "kept", {"text": "long-lived"}, ttl=60)
+    assert (await store.aget((root, "short"), "gone", refresh_ttl=False)) is not None
+    await asyncio.sleep(1.0)
+    assert await store.aget((root, "short"), "gone", refresh_ttl=False) is None
+    assert await store.aget((root, "short"), "gone") is None  # and a refreshing read does not revive it
+    assert [i.key for i in await store.asearch((root,))] == ["kept"]
+    assert [i.key for i in await store.asearch((root,), query="short-lived text")] == ["kept"]
+    assert await store.alist_namespaces(prefix=(root,)) == [(root, "long")]
+    stored = graph.q("MATCH (i:StoreItem {key: 'gone'}) WHERE i.ns[0] = $r RETURN count(i) AS n", r=root)
+    assert stored == [{"n": 1}]  # not swept yet: hidden by the reads themselves
+    assert await store.asweep_ttl() >= 1
+    assert graph.q("MATCH (i:StoreItem {key: 'gone'}) WHERE i.ns[0] = $r RETURN count(i) AS n", r=root) == [{"n": 0}]

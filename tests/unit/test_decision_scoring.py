@@ -231,3 +231,51 @@ def test_wording_measures() -> None:
     assert proper_names("Anika offered Priya a stall. The market opens in June.") == {"Anika", "Priya", "June"}
     assert keeps_subject("She planted tomatoes", ["tomato"]) and not keeps_subject("A note about cellos", ["beagle"])
     assert datetime(2024, 1, 1, tzinfo=UTC)  # the gold times parse as datetimes (checked in load_gold)
+
+
+def test_role_errors_count_what_the_gold_forbids_and_unsupported_sentences() -> None:
+    data = json.loads(json.dumps(GOLD))
+    data["turns"][3]["must_not"] = [r"\bAnn'?s (cello )?teacher\b", r"\bAnn\b[^.]*\bcello\b"]
+    gold = GoldConversation.model_validate(data)
+    evolved = NeighbourChange(  # an evolved context may make the forbidden statement too
+        note_id="n4",
+        before={"context": "Bo practises too little.", "tags": [], "keywords": []},
+        after={"context": "Ann plays the cello badly.", "tags": [], "keywords": []},
+    )
+    run = ConversationRun(
+        conversation="tiny",
+        turns=[
+            turn(1, context="Ann adopted a beagle called Rufus. The shelter had many dogs for adoption."),
+            turn(2, context="Bo is learning to play the cello."),
+            turn(4, context="Bo's cello teacher says he practises too little."),  # right: Bo's own teacher
+            turn(5, context="Ann never had a pet.", evolved=[evolved]),
+        ],
+    )
+    s = score_conversation(gold, run, fake_embed)
+    assert s["enrichment"]["role_errors"] == 1  # only the evolved context: "Ann plays the cello"
+    run = ConversationRun(
+        conversation="tiny",
+        turns=[
+            turn(1, context="Ann adopted a beagle called Rufus. The shelter had many dogs for adoption."),
+            turn(4, context="Ann's cello teacher says Bo practises too little."),
+            turn(5, context="Ann never had a pet.", evolved=[evolved]),
+        ],
+    )
+    s = score_conversation(gold, run, fake_embed)
+    e = s["enrichment"]
+    # turn 4 as written ("Ann's cello teacher", both patterns) and as evolved ("Ann plays the cello")
+    assert e["role_errors"] == 3
+    assert {r["turn"] for r in s["role_error_list"]} == {4}
+    assert e["turns_with_must_not"] == 1
+    # the invented second sentence of turn 1 (shelter, dogs) and turn 4's "Ann", whom its note never names
+    assert e["unsupported_sentences"] == 2
+    assert [u["turn"] for u in s["unsupported_list"]] == [1, 4]
+    o = overall([s])
+    assert (o["role_errors"], o["unsupported_sentences"]) == (3, 2)
+
+
+def test_a_must_not_that_is_not_a_regular_expression_is_refused() -> None:
+    data = json.loads(json.dumps(GOLD))
+    data["turns"][0]["must_not"] = ["(unclosed"]
+    with pytest.raises(ValueError, match="not a regular expression"):
+        GoldConversation.model_validate(data)

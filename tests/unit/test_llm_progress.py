@@ -253,3 +253,28 @@ async def test_other_requests_pass_through(server: SlowServer) -> None:
     async with httpx.AsyncClient(transport=transport) as client:
         page = await client.get(server.root + "/metrics")
     assert decode_steps(page.text) == 1 and transport.abandoned == 0
+
+
+async def test_release_stops_the_poller_and_leaves_the_model_usable(server: SlowServer) -> None:
+    """What a service's close() does to a local chat model it was handed (issue 29): no poll task is
+    left on the loop, and the next call (here or on another loop) polls and answers again."""
+    from graphmem.llm.progress import LocalAsyncClient, release_chat_model
+
+    server.finish = lambda n: True
+    transport = ProgressTimeoutTransport(server.root, stall_timeout=5.0, max_wait=60.0, poll_interval=30.0)
+    chat = ChatOpenAI(
+        base_url=server.root + "/v1",
+        api_key="x",
+        model="stub",
+        max_retries=0,
+        http_async_client=LocalAsyncClient(transport, 5.0),
+    )
+    await chat.ainvoke([HumanMessage("hi")])
+    poller = transport._poller
+    assert poller is not None and not poller.done()  # asleep for 30 s: it would outlive the call
+    await release_chat_model(chat)
+    assert poller.done() and transport._poller is None
+    await chat.ainvoke([HumanMessage("again")])  # still usable: new connections, a new poller
+    assert server.requests == 2 and transport._poller is not None
+    await release_chat_model(chat, close=True)  # the owner is done with it: closed for good
+    assert transport._poller is None and chat.http_async_client.is_closed

@@ -123,12 +123,13 @@ def test_tag_names_the_configuration() -> None:
     assert "-elv-" in derive_tag(base)
 
 
-def test_full_context_renders_every_turn_with_its_date(convs: list) -> None:
+def test_full_context_renders_every_turn_under_its_session_date(convs: list) -> None:
     text = full_context(convs[1], None)
     lines = text.splitlines()
-    assert len(lines) == 7
-    assert lines[0] == "[7:31 pm on 21 January, 2022] Cleo: I just moved to Lisbon for a new job at a bakery."
-    assert len(full_context(convs[1], [2]).splitlines()) == 3
+    assert len([x for x in lines if x.startswith("- ")]) == 7
+    assert lines[:2] == ["[7:31 pm on 21 January, 2022]", "- Cleo: I just moved to Lisbon for a new job at a bakery."]
+    assert len([x for x in lines if x.startswith("[")]) == 2  # one header per session
+    assert len([x for x in full_context(convs[1], [2]).splitlines() if x.startswith("- ")]) == 3
 
 
 def test_scope_tag_gives_each_scope_its_own_ids(convs: list) -> None:

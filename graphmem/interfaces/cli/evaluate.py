@@ -37,9 +37,30 @@ SessOpt = Annotated[
 MaxQOpt = Annotated[int | None, typer.Option("--max-questions", help="at most this many questions per conversation")]
 
 
+LOG_EVERY_S = 60.0  # a line per bar this often when the output is not a terminal (a background run's log)
+
+
+def eta_line(label: str, done: int, total: int, elapsed: float, done_at_start: int = 0) -> str:
+    """``label: done/total, rate/s, ETA h:mm:ss`` for a log; the rate counts only what this run did
+    (what a resumed run found done costs nothing)."""
+    rate = (done - done_at_start) / elapsed if elapsed > 0 else 0.0
+    left = total - done
+    if left <= 0:
+        eta = "done"
+    elif rate > 0:
+        secs = int(left / rate)
+        eta = f"ETA {secs // 3600}:{secs % 3600 // 60:02d}:{secs % 60:02d}"
+    else:
+        eta = "ETA -"
+    return f"{label}: {done}/{total}, {rate:.3f}/s, {eta}"
+
+
 @contextmanager
 def progress_bars() -> Iterator[Callable[[str, int, int], None]]:
-    """A rich progress display; yields `update(label, done, total)`, one bar per label."""
+    """A rich progress display; yields `update(label, done, total)`, one bar per label. When the output is
+    not a terminal (a niced background run writing a log), a plain line per bar every minute instead."""
+    import time
+
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -50,11 +71,20 @@ def progress_bars() -> Iterator[Callable[[str, int, int], None]]:
         transient=False,
     ) as bars:
         tasks: dict[str, Any] = {}
+        first: dict[str, tuple[float, int]] = {}
+        logged: dict[str, float] = {}
 
         def update(label: str, done: int, total: int) -> None:
             if label not in tasks:
                 tasks[label] = bars.add_task(label, total=total)
             bars.update(tasks[label], completed=done, total=total)
+            if console.is_terminal:
+                return
+            now = time.monotonic()
+            start, done_at_start = first.setdefault(label, (now, done))
+            if done >= total or now - logged.get(label, start) >= LOG_EVERY_S:
+                logged[label] = now
+                console.print(eta_line(label, done, total, now - start, done_at_start), highlight=False)
 
         yield update
 
@@ -79,6 +109,174 @@ def _print_outputs(written: dict[str, Path]) -> None:
         console.print(f"  {kind}: {path}")
 
 
+FULL_CONTEXT_CTX = 32768  # tokens per slot of the full-context server (Qwen2.5-Coder-1.5B accepts 32K)
+FULL_CONTEXT_SERVER = "server-full-context"  # its pid record and log under <home>/llm/
+
+
+def full_context_settings(settings: Any, port: int | None, ctx: int) -> Any:
+    """Settings of the dedicated full-context model server: one slot holding ``ctx`` tokens on its own
+    port (the main server's slots hold GRAPHMEM_LOCAL_LLM_CTX, 4,096 by default), and a client that
+    waits as long as the server makes progress on a long prompt."""
+    return settings.model_copy(
+        update={
+            "local_llm_port": port or settings.local_llm_port + 1,
+            "local_llm_ctx": ctx,
+            "local_llm_parallel": 1,
+            "llm_timeout": max(settings.llm_timeout, 1800.0),
+        }
+    )
+
+
+def served_slot_context(base_url: str, timeout: float = 5.0) -> int | None:
+    """Tokens one slot of the llama-server at ``base_url`` holds (``/props``), None when it does not say."""
+    import json
+    import urllib.request
+
+    root = base_url.rstrip("/").removesuffix("/v1")
+    try:
+        with urllib.request.urlopen(f"{root}/props", timeout=timeout) as response:  # loopback only
+            props = json.loads(response.read())
+        value = props.get("default_generation_settings", {}).get("n_ctx", props.get("n_ctx"))
+        return int(value) if value else None
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+
+
+def _full_context_model(settings: Any) -> tuple[Any, int | None]:
+    """Start (or reuse) the dedicated full-context server; its chat model and the context its slot
+    holds (a server already running on the port may hold less than asked). Blocking."""
+    from graphmem.llm import make_chat_model
+    from graphmem.local.llm_server import LocalLLM
+
+    local = LocalLLM(settings, show_progress=False, name=FULL_CONTEXT_SERVER)
+    base_url = local.ensure_running()
+    model = make_chat_model(settings, base_url=base_url, model=local.model_name, local_server=local.server)
+    return model, served_slot_context(base_url)
+
+
+def _fit_to_server(cfg: Any, settings: Any, asked: int, served: int | None) -> None:
+    """Cut to what the server holds when it holds less than asked, and say so."""
+    from graphmem.evaluation.qa import full_context_limit
+
+    if served is not None and served < asked:
+        console.print(
+            f"[yellow]The full-context server on port {settings.local_llm_port} holds {served:,} tokens per slot, "
+            f"not {asked:,} (a server started earlier with other settings; stop it with `graphmem llm stop --name "
+            f"{FULL_CONTEXT_SERVER}`). Conversations are cut to fit it; the report says what was cut.[/]"
+        )
+        cfg.full_context_limit = full_context_limit(served, settings.llm_max_tokens)
+
+
+def _run_qa(
+    cfg: Any,
+    convs: list[Any],
+    settings: Any,
+    out: Path,
+    *,
+    fc_port: int | None,
+    fc_ctx: int,
+    fc_shared: bool,
+    as_json: bool,
+) -> None:
+    """Run the QA harness (memory, budgets, baselines) with the local model started as needed."""
+    from graphmem.evaluation.qa import full_context_limit, run_qa_eval
+    from graphmem.evaluation.report import write_outputs
+    from graphmem.local import chat_model
+    from graphmem.service import AsyncMemoryService
+
+    wants_fc = "full-context" in cfg.systems and not cfg.ingest_only
+    local = settings.resolved_llm_provider == "local"
+    fc_settings = None
+    if wants_fc and local:
+        if fc_shared:  # the main server's slots: the limit is theirs
+            cfg.full_context_limit = full_context_limit(settings.local_llm_ctx, settings.llm_max_tokens)
+        else:
+            fc_settings = full_context_settings(settings, fc_port, fc_ctx)
+            cfg.full_context_limit = full_context_limit(fc_ctx, settings.llm_max_tokens)
+    elif wants_fc and fc_ctx != FULL_CONTEXT_CTX:  # a remote model: cut only when told its window
+        cfg.full_context_limit = full_context_limit(fc_ctx, settings.llm_max_tokens)
+
+    only_fc = fc_settings is not None and set(cfg.systems) == {"full-context"} and not cfg.judge
+
+    async def main(update: Callable[[str, int, int], None]) -> dict[str, Any]:
+        if only_fc:  # the main model server is not needed
+            fc_model, served = await asyncio.to_thread(_full_context_model, fc_settings)
+            _fit_to_server(cfg, fc_settings, fc_ctx, served)
+            async with await AsyncMemoryService.create(fc_settings, chat_model=fc_model) as fc:
+                return await run_qa_eval(fc, convs, cfg, out, progress=update, full_context_svc=fc)
+        model = await asyncio.to_thread(chat_model, settings)  # the local LLM starts off the event loop
+        async with await AsyncMemoryService.create(settings, chat_model=model) as svc:
+            if fc_settings is None:
+                return await run_qa_eval(svc, convs, cfg, out, progress=update)
+            fc_model, served = await asyncio.to_thread(_full_context_model, fc_settings)
+            _fit_to_server(cfg, fc_settings, fc_ctx, served)
+            async with await AsyncMemoryService.create(fc_settings, chat_model=fc_model, embedder=svc.embedder) as fc:
+                return await run_qa_eval(svc, convs, cfg, out, progress=update, full_context_svc=fc)
+
+    with progress_bars() as update:
+        result = asyncio.run(main(update))
+    written = write_outputs(result, out)
+    if as_json:
+        print_json(result)
+        return
+    console.print((out / "qa.md").read_text(encoding="utf-8"))
+    _print_outputs(written)
+
+
+BaselineOpt = Annotated[
+    str,
+    typer.Option(
+        "--baseline",
+        help="comma-separated: full-context, rag, memory-no-llm (or none); answered beside the memory",
+    ),
+]
+BaselineOnlyOpt = Annotated[
+    bool, typer.Option("--baseline-only", help="only the baselines and budgets (no `memory` system)")
+]
+SampleOpt = Annotated[
+    int | None,
+    typer.Option("--sample", min=1, help="a fixed sample of N questions, stratified by category, seeded by --seed"),
+]
+BudgetsOpt = Annotated[
+    str | None,
+    typer.Option("--budgets", help="context budgets for the budget curve, e.g. 500,1000,2000,4000 (memory@B)"),
+]
+FcPortOpt = Annotated[
+    int | None,
+    typer.Option("--fc-port", help="port of the dedicated full-context model server (default: the LLM port + 1)"),
+]
+FcCtxOpt = Annotated[
+    int,
+    typer.Option("--fc-ctx", min=1024, max=32768, help="tokens the full-context server's one slot holds"),
+]
+FcSharedOpt = Annotated[
+    bool,
+    typer.Option("--fc-shared-server", help="answer full-context on the main model server (its slot size limits it)"),
+]
+RawTagOpt = Annotated[
+    str | None,
+    typer.Option("--raw-tag", help="scope tag of the raw turns of rag / memory-no-llm (default raw-<text>-follows)"),
+]
+RagKOpt = Annotated[int, typer.Option("--rag-k", min=1, max=100, help="dense candidates of the rag arm")]
+AnswersOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--answers",
+        help="answers file to append to and resume from (default <out>/answers.jsonl); reports may share one",
+    ),
+]
+ConcurrencyOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--concurrency",
+        "-j",
+        min=1,
+        max=1024,
+        help="notes in flight while ingesting, over all conversations (default GRAPHMEM_INGEST_CONCURRENCY)",
+    ),
+]
+
+
 @app.command("locomo")
 def locomo_cmd(
     data: DataOpt,
@@ -90,10 +288,10 @@ def locomo_cmd(
     max_questions: MaxQOpt = None,
     mode: Annotated[SearchMode | None, typer.Option("--mode", help="search mode (default: setting)")] = None,
     k: Annotated[int | None, typer.Option("-k", help="notes retrieved per question (default: setting)")] = None,
-    baseline: Annotated[
-        str, typer.Option("--baseline", help="none | full-context (also answer with the whole conversation)")
-    ] = "none",
-    baseline_only: Annotated[bool, typer.Option("--baseline-only", help="run only the baseline (no ingest)")] = False,
+    baseline: BaselineOpt = "none",
+    baseline_only: BaselineOnlyOpt = False,
+    sample: SampleOpt = None,
+    budgets: BudgetsOpt = None,
     categories: Annotated[str, typer.Option("--categories", help="category ids, comma-separated")] = "1,2,3,4,5",
     cat5_prompt: Annotated[
         str, typer.Option("--cat5-prompt", help="options (A-MEM/LoCoMo: shows the distractor) | open")
@@ -107,37 +305,29 @@ def locomo_cmd(
     tag: Annotated[
         str | None, typer.Option("--tag", help="scope tag (default: derived from model and ablation settings)")
     ] = None,
+    raw_tag: RawTagOpt = None,
+    rag_k: RagKOpt = 50,
     token_budget: Annotated[int | None, typer.Option("--token-budget", help="context token budget of ask")] = None,
     ingest_only: Annotated[bool, typer.Option("--ingest-only", help="store the turns, answer nothing")] = False,
-    concurrency: Annotated[
-        int | None,
-        typer.Option(
-            "--concurrency",
-            "-j",
-            min=1,
-            max=1024,
-            help="notes in flight while ingesting, over all conversations (default GRAPHMEM_INGEST_CONCURRENCY)",
-        ),
-    ] = None,
-    seed: Annotated[int, typer.Option("--seed", help="seed of the category-5 option order")] = 0,
+    answers: AnswersOpt = None,
+    concurrency: ConcurrencyOpt = None,
+    fc_port: FcPortOpt = None,
+    fc_ctx: FcCtxOpt = FULL_CONTEXT_CTX,
+    fc_shared: FcSharedOpt = False,
+    seed: Annotated[int, typer.Option("--seed", help="seed of the category-5 option order, sample, bootstrap")] = 0,
     as_json: JsonOpt = False,
 ) -> None:
     """QA on LoCoMo: full A-MEM ingest of each conversation (concurrent, in turn order, resumable), answers
-    via ask, A-MEM and LoCoMo metrics."""
+    via ask, A-MEM and LoCoMo metrics; baselines (full context, plain RAG, graphmem without the LLM at
+    write) and the budget curve in the same harness, with paired bootstrap intervals. Resumable: rerun
+    the same command and only what is missing is stored or asked."""
     from graphmem.errors import InvalidInputError
     from graphmem.evaluation.locomo import parse_sessions
-    from graphmem.evaluation.qa import QAConfig, run_qa_eval
-    from graphmem.evaluation.report import write_outputs
-    from graphmem.local import chat_model
-    from graphmem.service import AsyncMemoryService
+    from graphmem.evaluation.qa import QAConfig, parse_baselines, parse_budgets, systems_for
 
-    if baseline not in ("none", "full-context"):
-        raise InvalidInputError("--baseline must be none or full-context")
     if cat5_prompt not in ("options", "open"):
         raise InvalidInputError("--cat5-prompt must be options or open")
-    systems: tuple[str, ...] = ("memory",)
-    if baseline == "full-context":
-        systems = ("full-context",) if baseline_only else ("memory", "full-context")
+    systems = systems_for(parse_baselines(baseline), parse_budgets(budgets), baseline_only=baseline_only)
     cfg = QAConfig(
         tag=tag,
         sessions=parse_sessions(sessions),
@@ -152,23 +342,77 @@ def locomo_cmd(
         seed=seed,
         ingest_only=ingest_only,
         concurrency=concurrency,
+        sample=sample,
+        rag_k=rag_k,
+        raw_tag=raw_tag,
+        answers=answers,
     )
     settings = _settings(llm_temperature=temperature)
     convs = _conversations(data, conversations)
+    _run_qa(cfg, convs, settings, out, fc_port=fc_port, fc_ctx=fc_ctx, fc_shared=fc_shared, as_json=as_json)
 
-    async def main(update: Callable[[str, int, int], None]) -> dict[str, Any]:
-        model = await asyncio.to_thread(chat_model, settings)  # the local LLM starts off the event loop
-        async with await AsyncMemoryService.create(settings, chat_model=model) as svc:
-            return await run_qa_eval(svc, convs, cfg, out, progress=update)
 
-    with progress_bars() as update:
-        result = asyncio.run(main(update))
-    written = write_outputs(result, out)
-    if as_json:
-        print_json(result)
-        return
-    console.print((out / "qa.md").read_text(encoding="utf-8"))
-    _print_outputs(written)
+@app.command("longmemeval")
+def longmemeval_cmd(
+    data: Annotated[
+        Path, typer.Option("--data", help="LongMemEval JSON file (longmemeval_s.json, _m, _oracle); never copied")
+    ],
+    out: Annotated[Path, typer.Option("--out", help="output folder (answers.jsonl, qa.json, qa.md, plot)")] = Path(
+        "eval-out/longmemeval"
+    ),
+    questions: Annotated[
+        str | None, typer.Option("--questions", "-q", help="question ids or 1-based positions, comma-separated")
+    ] = None,
+    baseline: BaselineOpt = "none",
+    baseline_only: BaselineOnlyOpt = False,
+    sample: SampleOpt = None,
+    budgets: BudgetsOpt = None,
+    mode: Annotated[SearchMode | None, typer.Option("--mode", help="search mode (default: setting)")] = None,
+    k: Annotated[int | None, typer.Option("-k", help="notes retrieved per question (default: setting)")] = None,
+    token_budget: Annotated[int | None, typer.Option("--token-budget", help="context token budget of ask")] = None,
+    judge: Annotated[bool, typer.Option("--judge", help="also grade answers with the LLM judge")] = False,
+    tag: Annotated[str | None, typer.Option("--tag", help="scope tag (default: derived from the settings)")] = None,
+    raw_tag: RawTagOpt = None,
+    rag_k: RagKOpt = 50,
+    ingest_only: Annotated[bool, typer.Option("--ingest-only", help="store the histories, answer nothing")] = False,
+    answers: AnswersOpt = None,
+    concurrency: ConcurrencyOpt = None,
+    fc_port: FcPortOpt = None,
+    fc_ctx: FcCtxOpt = FULL_CONTEXT_CTX,
+    fc_shared: FcSharedOpt = False,
+    seed: Annotated[int, typer.Option("--seed", help="seed of the sample and the bootstrap")] = 0,
+    as_json: JsonOpt = False,
+) -> None:
+    """QA on LongMemEval-format data: each question's history (sessions with dates) into its own scope,
+    the question asked on its question date; abstention questions (ids ending in _abs) as category 5.
+    Same systems, metrics and resumability as `eval locomo`."""
+    from graphmem.evaluation.locomo import select
+    from graphmem.evaluation.longmemeval import CATEGORY_NAMES, load_longmemeval
+    from graphmem.evaluation.qa import QAConfig, parse_baselines, parse_budgets, systems_for
+
+    systems = systems_for(parse_baselines(baseline), parse_budgets(budgets), baseline_only=baseline_only)
+    ids = [x.strip() for x in questions.split(",") if x.strip()] if questions else None
+    convs = select(load_longmemeval(data), ids)
+    cfg = QAConfig(
+        tag=tag,
+        mode=mode,
+        k=k,
+        token_budget=token_budget,
+        systems=systems,
+        cat5_prompt="open",  # an abstention answer is an explanation, not a distractor to offer
+        judge=judge,
+        seed=seed,
+        ingest_only=ingest_only,
+        concurrency=concurrency,
+        sample=sample,
+        scope_prefix="lme",
+        reference=False,
+        category_names=dict(CATEGORY_NAMES),
+        answers=answers,
+        raw_tag=raw_tag,
+        rag_k=rag_k,
+    )
+    _run_qa(cfg, convs, _settings(), out, fc_port=fc_port, fc_ctx=fc_ctx, fc_shared=fc_shared, as_json=as_json)
 
 
 @app.command("retrieval")

@@ -111,9 +111,21 @@ def build(
 
 
 @app.command()
-def stop(model: ModelOpt = None, timeout: TimeoutOpt = 15.0, json_out: JsonOpt = False) -> None:
+def stop(
+    model: ModelOpt = None,
+    timeout: TimeoutOpt = 15.0,
+    name: Annotated[
+        str,
+        typer.Option(
+            "--name", help="which server of this home: server (the default) or server-full-context (eval locomo's)"
+        ),
+    ] = "server",
+    json_out: JsonOpt = False,
+) -> None:
     """Stop the server started by this graphmem home: SIGTERM, then SIGKILL after --timeout seconds."""
-    llm = LocalLLM(_settings(model))
+    if name not in ("server", "server-full-context"):
+        raise typer.BadParameter("--name must be server or server-full-context")
+    llm = LocalLLM(_settings(model), name=name)
     stopped = llm.stop(timeout=timeout)
     if json_out:
         print_json({"stopped": stopped})

@@ -1,0 +1,165 @@
+"""Grounding of what the LLM writes about a note: every claim of an enrichment must be supported by
+the note's own text.
+
+A small model writing a note's context invents: whose sister, who offered whom, background the
+turn never gave ("He has been running for several months"). A context is embedded with the note
+and shown in every answer context, so an invented claim becomes a "fact" of the memory. The checks
+here are deterministic and read only the note:
+
+- **names**: a sentence that names someone or something the note does not (the speaker counts);
+- **owner**: the note says "your sister" (the listener's) and the sentence makes it the speaker's
+  ("his sister", "Tom's sister");
+- **actor**: the note says "Anika offered me" and the sentence says "Priya offered Anika";
+- **invented**: a sentence whose meaning words are mostly not in the note (at least two of them,
+  and a third or more of its words): background, reasons, judgements the turn never gave.
+
+A sentence that fails a check is dropped and the reason reported; the sentences that pass stay.
+Keywords must be the note's own words. A note is ``"Speaker: text"`` (LoCoMo, the demo, the
+LangChain plugin); without a speaker the owner and actor checks have nobody to resolve and pass.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from graphmem.service import wording
+
+_SPEAKER = re.compile(r"^\s*([A-Z][\w.'-]{0,40}(?: [A-Z][\w.'-]{0,40})?):\s")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'])")
+_OWNED = re.compile(r"\b(your|my|his|her|their|our)\s+([a-z][a-z-]{2,})\b", re.IGNORECASE)
+_POSSESSIVE_NAME = re.compile(r"\b([A-Z][a-z]+)'s\s+([a-z][a-z-]{2,})\b")
+# "Anika offered me", "Priya offered Anika": a name (or I/me), a verb, a name (or me/you).
+_ACTION = re.compile(
+    r"\b([A-Z][a-z]+|I|You|you)\s+([a-z]{3,}ed|gave|took|told|sent|sold|bought|made|asked)\s+([A-Z][a-z]+|me|you|him|her)\b"
+)
+_THIRD_PERSON = {"his", "her", "their"}
+# Words that frame what the speaker does with the turn ("Tom asks whether ..."): never a claim.
+_FRAMING = frozenset(
+    wording.stem(w)
+    for w in [
+        "asks",
+        "whether",
+        "says",
+        "tells",
+        "shares",
+        "plans",
+        "wants",
+        "expresses",
+        "mentions",
+        "feels",
+        "thinks",
+        "finds",
+        "wonders",
+        "questions",
+        "notes",
+        "explains",
+        "describes",
+        "announces",
+        "reports",
+        "updates",
+        "replies",
+        "responds",
+        "agrees",
+        "suggests",
+        "hopes",
+        "recalls",
+        "remembers",
+        "speaker",
+        "someone",
+        "something",
+        "person",
+        "other",
+        "friend",
+    ]
+)
+
+# A sentence is invented when at least this many of its meaning words are missing from the note ...
+INVENTED_MIN_WORDS = 2
+# ... and they are at least this share of its meaning words.
+INVENTED_MIN_SHARE = 1 / 3
+
+
+@dataclass
+class Grounding:
+    """What survived the checks and why the rest was dropped."""
+
+    context: str
+    keywords: list[str]
+    refused: list[str] = field(default_factory=list)
+
+
+def speaker_of(content: str) -> str | None:
+    """The speaker of a ``"Speaker: text"`` note, or None."""
+    m = _SPEAKER.match(content)
+    return m.group(1) if m else None
+
+
+def sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE.split(text.strip()) if s.strip()]
+
+
+def _owned_by_listener(content: str) -> set[str]:
+    """Things the note calls the listener's ("your sister") and nobody else's."""
+    owners: dict[str, set[str]] = {}
+    for owner, thing in _OWNED.findall(content):
+        owners.setdefault(thing.lower(), set()).add(owner.lower())
+    return {thing for thing, who in owners.items() if who == {"your"}}
+
+
+def _actions(text: str, speaker: str | None) -> set[tuple[str, str, str]]:
+    """(subject, verb stem, object) of simple "X verbed Y" clauses, "I"/"me" read as the speaker."""
+    out: set[tuple[str, str, str]] = set()
+    for subject, verb, obj in _ACTION.findall(text):
+        s = speaker if subject == "I" and speaker else subject
+        o = speaker if obj == "me" and speaker else obj
+        out.add((s.lower(), wording.stem(verb), o.lower()))
+    return out
+
+
+def sentence_refusal(sentence: str, content: str, speaker: str | None) -> str | None:
+    """Why a context sentence is not supported by the note, or None when it is."""
+    body = content[len(speaker) + 1 :] if speaker else content
+    known = {w.lower() for w in wording.words(content)}
+    missing = sorted(n for n in wording.proper_names(sentence) if n.lower() not in known)
+    if missing:
+        return f"names {', '.join(missing)}, not in the note"
+    if speaker:
+        listeners = _owned_by_listener(body)
+        for owner, thing in _OWNED.findall(sentence):
+            if thing.lower() in listeners and owner.lower() in _THIRD_PERSON:
+                return f"makes '{thing}' someone's own where the note says 'your {thing}'"
+        for name, thing in _POSSESSIVE_NAME.findall(sentence):
+            if thing.lower() in listeners and name == speaker:
+                return f"makes '{thing}' {speaker}'s where the note says 'your {thing}'"
+        said = _actions(body, speaker)
+        for s, v, o in _actions(sentence, speaker):
+            if (s, v, o) not in said and (o, v, s) in said:
+                return f"swaps who did what: the note says {o.title()} {v}… {s.title()}"
+    words = wording.content_words(sentence) - _FRAMING - {wording.stem(speaker or "")}
+    unsupported = words - wording.content_words(content)
+    if len(unsupported) >= INVENTED_MIN_WORDS and len(unsupported) >= INVENTED_MIN_SHARE * len(words):
+        return f"says what the note does not ({', '.join(sorted(unsupported)[:5])})"
+    return None
+
+
+def ground(content: str, context: str, keywords: list[str]) -> Grounding:
+    """The context's supported sentences and the note's own keywords, with a reason for each drop."""
+    speaker = speaker_of(content)
+    kept: list[str] = []
+    refused: list[str] = []
+    for sentence in sentences(context):
+        why = sentence_refusal(sentence, content, speaker)
+        if why is None:
+            kept.append(sentence)
+        else:
+            refused.append(f"context sentence {sentence!r} {why}")
+    note_words = wording.content_words(content)
+    own: list[str] = []
+    for keyword in keywords:
+        words = wording.content_words(keyword)
+        if words and not words <= note_words:
+            refused.append(f"keyword {keyword!r} is not in the note")
+        else:
+            own.append(keyword)
+    return Grounding(" ".join(kept), own, refused)

@@ -1,0 +1,427 @@
+"""The QA harness's pure parts: the question sample, the paired bootstrap, resuming from the answers
+file, the full-context prompt, the rag selection, failed answers, the systems, the LongMemEval loader."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from graphmem.config import Settings
+from graphmem.errors import InvalidInputError
+from graphmem.evaluation.compare import compare_systems, paired_bootstrap, stratified_sample
+from graphmem.evaluation.locomo import load_locomo
+from graphmem.evaluation.longmemeval import load_longmemeval, normalise_date
+from graphmem.evaluation.metrics import score_answer
+from graphmem.evaluation.qa import (
+    QAConfig,
+    conversation_text,
+    fit_conversation,
+    full_context_limit,
+    instructions_for,
+    k_for_budget,
+    load_answers,
+    needs_answer,
+    parse_baselines,
+    parse_budgets,
+    rag_context,
+    resolve_arms,
+    select_questions,
+    summarise_system,
+    systems_for,
+)
+from graphmem.llm.prompts import answer_messages
+from graphmem.models import Note, Scope
+from graphmem.tokens import count_tokens
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+LOCOMO = FIXTURES / "locomo_tiny.json"
+LME = FIXTURES / "longmemeval_tiny.json"
+
+
+# --- the sample ---------------------------------------------------------------------------------
+
+
+def _items() -> list[tuple[str, int]]:
+    # (key, category): 60 of category 1, 30 of 2, 10 of 5
+    return (
+        [(f"q{i}", 1) for i in range(60)]
+        + [(f"q{i}", 2) for i in range(60, 90)]
+        + [(f"q{i}", 5) for i in range(90, 100)]
+    )
+
+
+def _sample(items: list[tuple[str, int]], n: int, seed: int = 0) -> list[tuple[str, int]]:
+    return stratified_sample(items, n, stratum=lambda x: x[1], key=lambda x: x[0], seed=seed)
+
+
+def test_sample_is_stratified_by_category() -> None:
+    got = _sample(_items(), 20)
+    assert len(got) == 20
+    assert Counter(c for _, c in got) == {1: 12, 2: 6, 5: 2}
+    # largest remainder: 7 of (60, 30, 10) -> exact 4.2, 2.1, 0.7 -> 4, 2, 1
+    assert Counter(c for _, c in _sample(_items(), 7)) == {1: 4, 2: 2, 5: 1}
+
+
+def test_sample_is_seeded_stable_and_order_independent() -> None:
+    items = _items()
+    a = _sample(items, 20, seed=3)
+    assert a == _sample(items, 20, seed=3)
+    assert sorted(_sample(list(reversed(items)), 20, seed=3)) == sorted(a)
+    assert a != _sample(items, 20, seed=4)
+    assert a == [x for x in items if x in set(a)]  # input order kept
+
+
+def test_sample_grows_without_reshuffling_and_caps_at_all() -> None:
+    items = _items()
+    small, large = set(_sample(items, 10)), set(_sample(items, 40))
+    assert small <= large
+    assert _sample(items, 500) == items
+    assert _sample(items, 0) == []
+    with pytest.raises(ValueError):
+        _sample(items, -1)
+
+
+def test_select_questions_applies_the_sample_over_all_conversations() -> None:
+    convs = load_locomo(LOCOMO)
+    every = select_questions(convs, QAConfig())
+    assert sum(len(v) for v in every.values()) == 14
+    sampled = select_questions(convs, QAConfig(sample=7, seed=1))
+    chosen = [(sid, q.index) for sid, qs in sampled.items() for q in qs]
+    assert len(chosen) == 7
+    assert chosen == [
+        (sid, q.index) for sid, qs in select_questions(convs, QAConfig(sample=7, seed=1)).items() for q in qs
+    ]
+    cats = Counter(q.category for qs in sampled.values() for q in qs)
+    # 14 questions: 6 single-hop, 3 adversarial, 2 multi-hop, 2 temporal, 1 open domain
+    assert cats == {4: 3, 5: 2, 1: 1, 2: 1}
+
+
+# --- the paired bootstrap -------------------------------------------------------------------------
+
+
+def test_paired_bootstrap_of_a_constant_difference_is_exact() -> None:
+    a = [0.5, 0.7, 0.2, 0.9]
+    got = paired_bootstrap([x + 0.25 for x in a], a, reps=500, seed=1)
+    assert got is not None
+    assert got["mean"] == pytest.approx(0.25)
+    assert got["ci95_low"] == pytest.approx(0.25) and got["ci95_high"] == pytest.approx(0.25)
+    assert got["n"] == 4
+
+
+def test_paired_bootstrap_interval_is_seeded_and_brackets_the_mean() -> None:
+    a = [0.91, 0.12, 0.77, 0.64, 0.05, 0.88, 0.31, 0.72, 0.95, 0.58, 0.23, 0.81]
+    b = [0.40, 0.10, 0.70, 0.20, 0.02, 0.85, 0.30, 0.15, 0.90, 0.11, 0.20, 0.79]
+    one = paired_bootstrap(a, b, reps=2000, seed=7)
+    assert one == paired_bootstrap(a, b, reps=2000, seed=7)
+    other_seed = paired_bootstrap(a, b, reps=2000, seed=8)
+    assert one is not None and other_seed is not None
+    assert (one["ci95_low"], one["ci95_high"]) != (other_seed["ci95_low"], other_seed["ci95_high"])
+    assert one["mean"] == pytest.approx(sum(a) / 12 - sum(b) / 12)
+    assert 0.0 < one["ci95_low"] < one["mean"] < one["ci95_high"] < 1.0
+    # pairing matters: the same values paired otherwise give the same mean and another interval
+    swapped = paired_bootstrap(a, list(reversed(b)), reps=2000, seed=7)
+    assert swapped is not None and swapped["mean"] == pytest.approx(one["mean"])
+    assert swapped["ci95_high"] - swapped["ci95_low"] > one["ci95_high"] - one["ci95_low"]
+
+
+def test_paired_bootstrap_refuses_unpaired_input() -> None:
+    assert paired_bootstrap([], [], reps=10, seed=0) is None
+    with pytest.raises(ValueError):
+        paired_bootstrap([1.0, 2.0], [1.0], reps=10, seed=0)
+
+
+def _rec(system: str, idx: int, category: int, prediction: str, gold: str, error: str | None = None) -> dict:
+    rec = {
+        "system": system,
+        "sample_id": "c",
+        "qa_index": idx,
+        "category": category,
+        "prediction": prediction,
+        "gold": gold,
+        "scores": score_answer(prediction, gold, category),
+    }
+    if error:
+        rec["error"] = error
+    return rec
+
+
+def test_comparisons_pair_questions_and_leave_failed_answers_out() -> None:
+    records = [
+        _rec("memory", 0, 4, "Pixel", "Pixel"),
+        _rec("memory", 1, 4, "Pixel", "Pixel"),
+        _rec("memory", 2, 1, "cello", "cello"),
+        _rec("full-context", 0, 4, "Rex", "Pixel"),
+        _rec("full-context", 1, 4, "", "Pixel", error="LLMError: HTTP 400 exceeds the context size"),
+        _rec("full-context", 2, 1, "cello", "cello"),
+    ]
+    (comp,) = compare_systems(records, ["memory", "full-context"], reps=200, seed=0)
+    assert (comp["a"], comp["b"]) == ("memory", "full-context")
+    g = comp["groups"]
+    assert g["overall"]["n"] == 2  # question 1 failed on one side: not paired
+    assert g["overall"]["mean"] == pytest.approx(0.5)
+    assert g["4"]["n"] == 1 and g["4"]["mean"] == pytest.approx(1.0)
+    assert g["1"]["mean"] == pytest.approx(0.0)
+    assert "5-amem" not in g
+
+
+# --- failed answers -------------------------------------------------------------------------------
+
+
+def test_failed_answers_are_reported_never_scored_as_zeros() -> None:
+    ok = _rec("full-context", 0, 4, "Pixel", "Pixel")
+    failed = [_rec("full-context", i, 4, "", "Pixel", error="LLMError: HTTP 400") for i in (1, 2, 3)]
+    summary = summarise_system([ok, *failed])
+    assert summary["by_category"]["4"]["f1"] == pytest.approx(1.0)
+    assert summary["by_category"]["4"]["count"] == 1
+    cost = summary["cost"]["overall"]
+    assert (cost["count"], cost["answered"], cost["failed"]) == (4, 1, 3)
+    assert cost["failure_messages"] == ["LLMError: HTTP 400"]
+    every_failed = summarise_system(failed)
+    assert every_failed["by_category"] == {}
+    assert every_failed["overall"]["excluded"]["f1"] is None  # no score at all, not 0
+    assert every_failed["cost"]["overall"]["answered"] == 0
+
+
+def test_report_shows_failed_answers_as_failed() -> None:
+    from graphmem.evaluation.report import qa_side_by_side
+
+    failed = [_rec("full-context", i, 4, "", "Pixel", error="LLMError: HTTP 400") for i in range(3)]
+    result = {
+        "config": {"category_names": {"4": "single-hop"}},
+        "systems": {"full-context": summarise_system(failed)},
+        "reference": None,
+    }
+    row = next(line for line in qa_side_by_side(result) if line.startswith("| full-context"))
+    assert "0/3" in row and "3 failed" in row
+    assert "0.0" not in row  # no score shown as zero
+
+
+# --- resuming -------------------------------------------------------------------------------------
+
+
+def test_resume_skips_answered_questions_and_retries_failed_ones(tmp_path: Path) -> None:
+    path = tmp_path / "answers.jsonl"
+    lines = [
+        {"key": "k:memory:c:0", "prediction": "Pixel"},
+        {"key": "k:memory:c:1", "prediction": "", "error": "LLMError: timeout"},
+        {"key": "k:memory:c:2", "prediction": "", "error": "LLMError: timeout"},
+        {"key": "k:memory:c:2", "prediction": "Toronto"},  # the retry, appended later, wins
+    ]
+    path.write_text("\n".join(json.dumps(x) for x in lines) + '\n{"key": "k:memory:c:3", "predic', encoding="utf-8")
+    done = load_answers(path)
+    assert not needs_answer(done, "k:memory:c:0")
+    assert needs_answer(done, "k:memory:c:1")  # failed: asked again
+    assert not needs_answer(done, "k:memory:c:2")
+    assert needs_answer(done, "k:memory:c:3")  # the line a crash cut off
+    assert needs_answer(done, "other-config:memory:c:0")
+    assert load_answers(tmp_path / "missing.jsonl") == {}
+
+
+# --- the systems ----------------------------------------------------------------------------------
+
+
+def test_baselines_budgets_and_systems_parse() -> None:
+    assert parse_baselines("full-context,rag") == ("full-context", "rag")
+    assert parse_baselines(" rag , rag,memory-no-llm") == ("rag", "memory-no-llm")
+    assert parse_baselines("none") == () == parse_baselines(None)
+    with pytest.raises(InvalidInputError, match="unknown baseline"):
+        parse_baselines("full-context,mem0")
+    assert parse_budgets("4000,500,1000,2000,500") == (500, 1000, 2000, 4000)
+    with pytest.raises(InvalidInputError):
+        parse_budgets("1000,lots")
+    assert systems_for(("rag",), (500, 2000)) == ("memory", "memory@500", "memory@2000", "rag")
+    assert systems_for(("full-context",), baseline_only=True) == ("full-context",)
+    with pytest.raises(InvalidInputError):
+        systems_for((), baseline_only=True)
+
+
+def test_budget_arms_grow_k_and_share_answers_at_the_defaults() -> None:
+    assert [k_for_budget(b, 10, 1000) for b in (500, 1000, 2000, 4000)] == [10, 10, 20, 40]
+    settings = Settings()
+    cfg = QAConfig(systems=("memory", "memory@500", "memory@1000", "memory@4000", "rag", "memory-no-llm"))
+    arms = {a.system: a for a in resolve_arms(settings, cfg, "t", "raw")}
+    base = arms["memory"]
+    assert (base.k, base.budget) == (settings.search_k, settings.context_token_budget)
+    assert arms["memory@1000"].record_key("c", 3) == base.record_key("c", 3)  # the same answers
+    assert arms["memory@500"].key != base.key and arms["memory@4000"].k == 40
+    assert arms["memory-no-llm"].key != base.key  # other notes, other answers
+    assert arms["rag"].budget == base.budget and arms["rag"].k == cfg.rag_k
+    # the memory's key is the one earlier answers files were written with
+    assert len({a.key for a in arms.values()}) == 5
+
+
+# --- full context ---------------------------------------------------------------------------------
+
+
+def test_full_context_puts_the_conversation_first_and_the_question_last() -> None:
+    conv = load_locomo(LOCOMO)[0]
+    fc = fit_conversation(conv, None, None)
+    assert fc.fits and fc.cut_turns == 0 and fc.turns == 11
+    lines = fc.text.splitlines()
+    assert lines[0] == "[1:56 pm on 8 May, 2023]"
+    assert lines[1] == "- Ada: Hi Ben! I adopted a grey kitten called Pixel last Sunday."
+    assert "[10:04 am on 20 June, 2023]" in lines  # every session under its date
+    q = conv.qa[0]
+    messages = answer_messages(q.question, fc.text, instructions_for(q, conv.sample_id, QAConfig()))
+    prompt = str(messages[-1].content)
+    assert prompt.index(lines[1]) < prompt.index(lines[-1]) < prompt.index(q.question)
+    assert prompt.rstrip().endswith("Short answer:")
+    # two questions share everything up to the question: the server's prompt cache reuses it
+    other = str(answer_messages(conv.qa[1].question, fc.text)[-1].content)
+    shared = prompt.index(q.question)
+    assert other[:shared] == prompt[:shared]
+
+
+def test_full_context_cuts_the_oldest_turns_and_says_what_was_cut() -> None:
+    conv = load_locomo(LOCOMO)[0]
+    whole = fit_conversation(conv, None, None)
+    session2 = conversation_text(conv.turns([2]))
+    fc = fit_conversation(conv, None, count_tokens(session2))
+    assert not fc.fits
+    assert fc.text == session2 and fc.tokens <= count_tokens(session2)
+    assert (fc.cut_turns, fc.cut_sessions, fc.partial_session, fc.first_turn) == (6, (1,), None, "D2:1")
+    assert fc.whole_tokens == whole.tokens
+    partial = fit_conversation(conv, None, count_tokens(session2) + 25)
+    assert 0 < partial.cut_turns < 6 and partial.partial_session == 1 and partial.cut_sessions == ()
+    assert partial.text.startswith("[1:56 pm on 8 May, 2023]")  # the cut session keeps its date
+    assert partial.info()["fits"] is False
+    assert full_context_limit(32768, 512) == int((32768 - 512 - 300) / 1.15)
+
+
+# --- rag ------------------------------------------------------------------------------------------
+
+
+def _note(i: int, words: int) -> Note:
+    return Note(
+        id=f"n{i}",
+        content=f"turn {i}: " + " ".join(["word"] * words),
+        scope=Scope(user_id="u"),
+        event_time=datetime(2023, 5, i + 1, tzinfo=UTC),
+        event_time_text=f"{i + 1} May 2023",
+    )
+
+
+def test_rag_keeps_dense_hits_in_rank_order_within_the_budget() -> None:
+    ranked = [_note(0, 30), _note(1, 30), _note(2, 200), _note(3, 10), _note(4, 30)]
+    ctx = rag_context(ranked, 120)
+    assert ctx.tokens <= 120
+    assert ctx.used[:2] == [0, 1]  # the top hits first
+    assert 2 not in ctx.used  # too long for what is left: skipped, as ask packs
+    assert 3 in ctx.used
+    assert rag_context(ranked, 5000).used == [0, 1, 2, 3, 4]
+
+
+# --- LongMemEval ----------------------------------------------------------------------------------
+
+
+def test_longmemeval_loader_reads_sessions_dates_and_abstention() -> None:
+    convs = load_longmemeval(LME)
+    assert [c.sample_id for c in convs] == ["tiny0001", "tiny0002", "tiny0003", "tiny0004_abs"]
+    first = convs[0]
+    assert [s.date_time for s in first.sessions] == ["2023-05-20 02:21", "2023-05-28 09:05"]
+    assert first.turns()[2][1].content.startswith("user: I finally bought a teal road bike")
+    (q,) = first.qa
+    assert (q.category, q.answer, q.evidence, q.question_date) == (4, "teal", ("D2:1",), "2023-06-02 18:10")
+    assert "asked on 2023-06-02 18:10" in instructions_for(q, first.sample_id, QAConfig())
+    assert convs[1].qa[0].category == 2 and convs[1].qa[0].evidence == ("D1:1", "D2:1")
+    assert convs[2].qa[0].category == 1
+    assert convs[2].qa[0].evidence == ("D1:1", "D1:2", "D2:1", "D2:2")  # no has_answer: the answer sessions
+    abstention = convs[3]
+    assert abstention.qa[0].category == 5 and abstention.extra["abstention"] is True
+    assert abstention.extra["question_type"] == "single-session-user"
+
+
+def test_longmemeval_dates_turn_cuts_and_bad_files(tmp_path: Path) -> None:
+    from graphmem.service.text import parse_event_time
+
+    assert normalise_date("2023/05/20 (Sat) 02:21") == "2023-05-20 02:21"
+    parsed, _ = parse_event_time(normalise_date("2023/05/20 (Sat) 02:21"))
+    assert parsed is not None and (parsed.month, parsed.day, parsed.hour) == (5, 20, 2)
+    assert normalise_date("yesterday") == "yesterday" and normalise_date(None) is None
+    raw = json.loads(LME.read_text())[:1]
+    raw[0]["haystack_sessions"][0][1]["content"] = "x" * 9000
+    long_file = tmp_path / "long.json"
+    long_file.write_text(json.dumps(raw))
+    (conv,) = load_longmemeval(long_file)
+    assert len(conv.turns()[1][1].text) == 7000 and conv.extra["turns_cut"] == 1
+    raw[0]["question_type"] = "mystery"
+    long_file.write_text(json.dumps(raw))
+    with pytest.raises(InvalidInputError, match="unknown question_type"):
+        load_longmemeval(long_file)
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"question": "?"}]')
+    with pytest.raises(InvalidInputError, match="not a LongMemEval"):
+        load_longmemeval(bad)
+    with pytest.raises(InvalidInputError, match="no such file"):
+        load_longmemeval(tmp_path / "missing.json")
+
+
+# --- the full-context server ------------------------------------------------------------------------
+
+
+def test_full_context_server_slot_size_is_read_and_a_smaller_one_obeyed() -> None:
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from graphmem.interfaces.cli.evaluate import _fit_to_server, full_context_settings, served_slot_context
+
+    class Props(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            body = json.dumps({"total_slots": 1, "default_generation_settings": {"n_ctx": 8192}}).encode()
+            self.send_response(200 if self.path == "/props" else 404)
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Props)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        assert served_slot_context(url) == 8192
+    finally:
+        server.shutdown()
+    assert served_slot_context(url, timeout=0.5) is None  # nothing answers: unknown
+
+    settings = Settings()
+    fc = full_context_settings(settings, None, 32768)
+    assert (fc.local_llm_port, fc.local_llm_ctx, fc.local_llm_parallel) == (settings.local_llm_port + 1, 32768, 1)
+    assert fc.llm_timeout >= 1800
+    cfg = QAConfig(full_context_limit=full_context_limit(32768, 512))
+    _fit_to_server(cfg, fc, 32768, 32768)
+    assert cfg.full_context_limit == full_context_limit(32768, 512)
+    _fit_to_server(cfg, fc, 32768, 8192)  # a server started earlier with a smaller slot
+    assert cfg.full_context_limit == full_context_limit(8192, 512)
+
+
+def test_eta_line_counts_only_what_this_run_did() -> None:
+    from graphmem.interfaces.cli.evaluate import eta_line
+
+    assert eta_line("answer memory", 10, 100, 0.0) == "answer memory: 10/100, 0.000/s, ETA -"
+    # 40 found done in the answers file, 20 asked in 100 s: 0.2/s, 40 left -> 200 s
+    assert eta_line("answer memory", 60, 100, 100.0, done_at_start=40) == "answer memory: 60/100, 0.200/s, ETA 0:03:20"
+    assert eta_line("x", 5, 5, 10.0).endswith("done")
+
+
+def test_llm_stop_names_the_full_context_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from graphmem.interfaces.cli import app
+    from graphmem.interfaces.cli import llm as llm_cli
+
+    monkeypatch.setattr(llm_cli, "_settings", lambda model: Settings(home=tmp_path))
+    state = tmp_path / "llm"
+    state.mkdir()
+    # a record naming a process that is not a llama.cpp server: nothing is killed, the record goes
+    (state / "server-full-context.json").write_text(json.dumps({"pid": 1, "port": 8012, "model": "x"}))
+    res = CliRunner().invoke(app, ["llm", "stop", "--name", "server-full-context", "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout) == {"stopped": False}
+    assert not (state / "server-full-context.json").exists()
+    assert CliRunner().invoke(app, ["llm", "stop", "--name", "other"]).exit_code != 0

@@ -1,0 +1,78 @@
+"""Grounding of enrichment (issue 27): contexts that say only what the note says.
+
+The four demo cases are what the 1.5B model wrote for `graphmem demo`'s turns; each must be refused
+for its own reason, and a faithful context of the same turn must pass.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from graphmem.service.grounding import ground, sentence_refusal, speaker_of
+
+SISTER = "Tom: Nice! Isn't your sister Anika a ceramic artist?"
+STALL = "Priya: Anika offered me a corner of her stall at the Riverside market to sell my first mugs in June."
+MUGS = "Tom: Eight mugs after only three months of lessons is impressive."
+MARATHON = "Tom: I'm training for the Lisbon half marathon in May, but my left knee has been sore after long runs."
+
+DEMO_CASES = [
+    (SISTER, "Tom asks if Anika, his sister, is a ceramic artist.", "someone's own"),
+    (
+        SISTER,
+        "This question touches on the topic of art and its representation in the digital age, as ceramic "
+        "artists are often associated with the digital world.",
+        "does not",
+    ),
+    (STALL, "Priya offered Anika a corner of her stall at the Riverside market.", "swaps who did what"),
+    (MUGS, "Tom has shown impressive progress in his mug-making skills.", "does not"),
+    (
+        MARATHON,
+        "He has been running for several months, and it can be managed with proper training and rest.",
+        "does not",
+    ),
+]
+
+
+@pytest.mark.parametrize(("content", "sentence", "why"), DEMO_CASES)
+def test_the_demo_inventions_are_refused(content: str, sentence: str, why: str) -> None:
+    refusal = sentence_refusal(sentence, content, speaker_of(content))
+    assert refusal is not None and why in refusal
+
+
+@pytest.mark.parametrize(
+    ("content", "sentence"),
+    [
+        (SISTER, "Tom asks whether Anika is a ceramic artist."),
+        (STALL, "Anika offered Priya a corner of her stall at the Riverside market to sell mugs in June."),
+        (MUGS, "Tom finds eight mugs after three months of lessons impressive."),
+        (MARATHON, "Tom is training for the Lisbon half marathon in May; his left knee is sore after long runs."),
+    ],
+)
+def test_faithful_contexts_of_the_same_turns_pass(content: str, sentence: str) -> None:
+    assert sentence_refusal(sentence, content, speaker_of(content)) is None
+
+
+def test_a_name_the_note_never_mentions_is_refused() -> None:
+    content = "Priya: My second pottery lesson went great."
+    assert "names Anika" in (sentence_refusal("Priya tells Anika about her lesson.", content, "Priya") or "")
+
+
+def test_the_speakers_own_things_may_be_theirs() -> None:
+    content = "Tom: My physiotherapist says the knee pain comes from running on concrete."
+    assert sentence_refusal("Tom's physiotherapist says his knee pain comes from running.", content, "Tom") is None
+
+
+def test_ground_keeps_supported_sentences_and_reports_the_rest() -> None:
+    context = "Tom is training for the Lisbon half marathon in May. He has been running for several months."
+    g = ground(MARATHON, context, ["Lisbon half marathon", "knee pain", "long runs"])
+    assert g.context == "Tom is training for the Lisbon half marathon in May."
+    assert g.keywords == ["Lisbon half marathon", "long runs"]
+    assert len(g.refused) == 2
+    assert any("keyword 'knee pain'" in r for r in g.refused)
+
+
+def test_a_note_without_a_speaker_still_refuses_inventions() -> None:
+    content = "The boiler was serviced on 3 May."
+    assert speaker_of(content) is None
+    assert sentence_refusal("The boiler was serviced in May.", content, None) is None
+    assert sentence_refusal("The landlord replaced the faulty heating pump cheaply.", content, None) is not None
