@@ -1,6 +1,6 @@
 """Loader for the named Cypher files in ``cypher/``.
 
-A query's name is its path without ``.cypher`` (``notes/create``). Its parameters are the
+A query's name is its path without ``.cypher`` (``notes/add_group``). Its parameters are the
 ``$names`` in its text (comments and string literals stripped first); ``bind`` refuses
 missing and unknown keys, because the server silently ignores extra parameters.
 

@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from graphmem.llm import prompts
+from graphmem.service.linking import prompts
 
 Responder = Callable[[list[BaseMessage]], AIMessage]
 
@@ -273,3 +274,74 @@ def completion(tool_name: str | None = None, args: dict[str, Any] | None = None,
         "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if tool_name else "stop"}],
         "usage": {"prompt_tokens": 50, "completion_tokens": 10, "total_tokens": 60},
     }
+
+
+# --- gates: force timing in concurrent tests (the agentic ingest) ---
+
+Gate = Callable[[list[BaseMessage]], Awaitable[None]]
+
+
+class GatedModel(ScriptedChatModel):
+    """The scripted model, async: each call first awaits ``gate(messages)`` on the event loop (no
+    worker threads, so gates can hold many calls at once)."""
+
+    gate: Any = None
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        if self.gate is not None:
+            await self.gate(messages)
+        return self._generate(messages, stop, None, **kwargs)
+
+
+def barrier_gate(step: str, parties: int, timeout: float = 30.0) -> Gate:
+    """Hold every call of ``step`` until ``parties`` of them wait together: they are then all in
+    flight at once (a scheduler that serialised them would time out here)."""
+    barrier = asyncio.Barrier(parties)
+
+    async def gate(messages: list[BaseMessage]) -> None:
+        if step_of(messages) == step:
+            await asyncio.wait_for(barrier.wait(), timeout)
+
+    return gate
+
+
+def content_of(messages: list[BaseMessage]) -> str:
+    """The NEW note of an evolve prompt (the text between its first <note> tags)."""
+    text = str(messages[-1].content)
+    return text.split("<note>", 1)[1].split("</note>", 1)[0]
+
+
+EVOLVED_CONTEXT = {"A": "Maya's grey kitten Pixel is very playful.", "B": "Maya's playful kitten Pixel is grey."}
+
+
+def evolving_responder(neighbour_id: str) -> Responder:
+    """Notes starting with 'A:' or 'B:' evolve the neighbour: each a new context (one the guards let
+    through: about the neighbour, in its words) and one more tag."""
+    base = amem_responder(evolve=False)
+
+    def respond(messages: list[BaseMessage]) -> AIMessage:
+        if step_of(messages) != "evolve":
+            return base(messages)
+        who = content_of(messages)[:1]
+        return tool_reply(
+            "EvolutionDecision",
+            {
+                "links": [{"target_id": neighbour_id, "type": "ELABORATES", "reason": "same cat", "strength": 0.7}],
+                "neighbour_updates": [
+                    {
+                        "note_id": neighbour_id,
+                        "context": EVOLVED_CONTEXT[who],
+                        "tags": ["conversation", "personal", f"tag-{who.lower()}"],
+                        "keywords": None,
+                    }
+                ],
+            },
+        )
+
+    return respond

@@ -36,7 +36,7 @@ LOOSE_SCOPE = (
 MUTANTS: list[tuple[str, str, str, str]] = [
     (
         "plan_evolution accepts an unknown target id",
-        "graphmem/service/evolve.py",
+        "graphmem/service/linking/plan.py",
         """            target = by_loose.get(loose_id(p.target_id))
             if target is None:
                 plan.rejected.append(f"link to unknown id {p.target_id[:40]!r}")

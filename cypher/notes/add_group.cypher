@@ -1,13 +1,18 @@
-// Several A-MEM adds of one scope in ONE statement (the agentic ingest's ordered write step: one
-// round trip for a run of consecutive notes instead of one transaction per note, one statement per
-// query). Each write, in list order (a CALL subquery sees the writes of the rows before it), does what
-// notes/create + evolution/update_neighbour + links/create do for one add: create the note (an id
-// already in its scope is left untouched and reported, nothing else of that write happens), evolve
-// its neighbours (each keeps its previous values as a NoteVersion), create its typed links.
+// A-MEM adds of one scope in ONE statement and transaction: the single add (a list of one) and the
+// agentic ingest's ordered write step (one round trip for a run of consecutive notes). Each write, in
+// list order (a CALL subquery sees the writes of the rows before it):
+// - creates the note, idempotently: the MERGE names the whole key of the constraint
+//   note_scope_id_unique (ids are unique per scope), so it takes the constraint's lock (concurrent
+//   adds of one id make one note) and never sees another scope's note; an id already in its scope is
+//   left untouched and reported, and nothing else of that write happens;
+// - evolves its neighbours: each keeps its previous values as a NoteVersion (never its content); a
+//   dummy write takes the neighbour's write lock before its values are read, so two evolutions of one
+//   neighbour in parallel serialise and both leave a version (no lost update);
+// - creates its typed links.
 // Neighbours and link targets are matched in the note's own scope only.
-// Params: $writes: list of {note (map, see notes/create), embedding, updates: list of {id, uid,
-//         context, tags, keywords, embedding, expected_version (null: no check)}, links: list of
-//         {target_id, type, reason, strength, created_at?, caused_by?}}, $now.
+// Params: $writes: list of {note (map of note properties, see store/records.note_params), embedding,
+//         updates: list of {id, uid, context, tags, keywords, embedding, expected_version (null: no
+//         check)}, links: list of {target_id, type, reason, strength, created_at?, caused_by?}}, $now.
 // Returns: one row per write: i, created, versions (list of {id, version, ok}: ok is false when the
 //          neighbour was not at expected_version; a neighbour not found returns no entry), links
 //          (list of {target_id, type}). The caller rolls back on a conflict.
@@ -35,7 +40,7 @@ CALL (n, created, w) {
   WITH n, w WHERE created
   UNWIND w.updates AS u
   MATCH (m:Note {id: u.id, user_id: n.user_id, agent_id: n.agent_id, run_id: n.run_id})
-  // the dummy write takes the node's write lock before its version is read (see update_neighbour)
+  // the dummy write takes the node's write lock before its version is read (see the header)
   SET m._lock = true
   WITH n, u, m, (u.expected_version IS NULL OR m.version = u.expected_version) AS ok
   CREATE (m)-[:PREVIOUS_VERSION]->(:NoteVersion {

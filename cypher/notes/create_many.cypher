@@ -1,5 +1,5 @@
 // Bulk import of ready notes (raw mode, embeddings computed by the caller). Ids already in the row's
-// scope are skipped (ids are unique per scope: see notes/create.cypher).
+// scope are skipped (ids are unique per scope: see notes/add_group.cypher).
 // Params: $rows (list of note maps, each with an `embedding`). Returns: created_ids.
 UNWIND $rows AS row
 MERGE (n:Note {id: row.id, user_id: row.user_id, agent_id: row.agent_id, run_id: row.run_id})

@@ -16,7 +16,6 @@ link. See docs/evaluation.md for the metric definitions.
 from __future__ import annotations
 
 import json
-import math
 import re
 import statistics
 import time
@@ -42,6 +41,7 @@ from graphmem.service import (
     supported_share,
     tokens,
 )
+from graphmem.service import cosine as _cos
 
 Progress = Callable[[str, int, int], None]
 Embed = Callable[[Sequence[str]], list[list[float]]]
@@ -210,13 +210,6 @@ def llm_links(turn: TurnRun) -> list[Link]:
 
 
 # --- scoring (pure) ----------------------------------------------------------------------------------
-
-
-def _cos(a: Sequence[float], b: Sequence[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b, strict=True))
-    na = math.sqrt(sum(x * x for x in a))
-    nb = math.sqrt(sum(y * y for y in b))
-    return dot / (na * nb) if na and nb else 0.0
 
 
 def _ratio(num: float, den: float) -> float | None:

@@ -200,7 +200,7 @@ class GraphmemChatMessageHistory(BaseChatMessageHistory):
         self.window = window
 
     def _store(self, svc: AsyncMemoryService) -> HistoryStore:
-        return svc.histories
+        return svc.chats
 
     async def _read(self, svc: AsyncMemoryService) -> list[BaseMessage]:
         rows = await self._store(svc).messages(self.scope, self.session_id, last=self.window)

@@ -35,7 +35,7 @@ from graphmem.errors import NoteNotFoundError
 from graphmem.integrations._bridge import MemoryLike, as_bridge
 from graphmem.integrations._scope import DEFAULT_CONTEXT_KEYS, scope_from_context
 from graphmem.models import Scope, SearchMode
-from graphmem.service.context import build_context
+from graphmem.service.answer_context import build_context
 from graphmem.service.memory import AsyncMemoryService
 
 __all__ = ["GraphmemMemoryMiddleware", "MemoryState"]

@@ -9,14 +9,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
-
-from graphmem.models import LinkType
+from pydantic import BaseModel, Field, field_validator
 
 _MAX_ITEMS = 12
 _MAX_WORD = 60
-_MAX_REASON = 120  # characters, in the JSON schema of a link's reason
-_MAX_CONTEXT = 300  # characters, in the JSON schema of an evolved context
 # Lone surrogates (a JSON "\ud800" escape decodes to one; the driver cannot encode it) and C0 controls.
 _UNSAFE = re.compile(r"[\ud800-\udfff\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
@@ -31,7 +27,7 @@ def clean_text(text: str) -> str:
     return " ".join(strip_unsafe(text).split())
 
 
-def _clean_words(values: Any) -> list[str]:
+def clean_words(values: Any) -> list[str]:
     if isinstance(values, str):
         values = [v for v in values.replace(";", ",").split(",")]
     if not isinstance(values, list):
@@ -69,7 +65,7 @@ def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
     return root
 
 
-class _LLMOutput(BaseModel):
+class LLMOutput(BaseModel):
     """A schema the LLM fills: its JSON schema compact (``compact_schema``)."""
 
     @classmethod
@@ -78,7 +74,7 @@ class _LLMOutput(BaseModel):
         return schema
 
 
-class NoteEnrichment(_LLMOutput):
+class NoteEnrichment(LLMOutput):
     """A-MEM note construction: keywords, one-line context, tags."""
 
     # Descriptions short: the system prompt says what each field holds (the schema reaches a hosted
@@ -90,7 +86,7 @@ class NoteEnrichment(_LLMOutput):
     @field_validator("keywords", "tags", mode="before")
     @classmethod
     def _words(cls, v: Any) -> list[str]:
-        return _clean_words(v)
+        return clean_words(v)
 
     @field_validator("context", mode="before")
     @classmethod
@@ -101,100 +97,6 @@ class NoteEnrichment(_LLMOutput):
 
     def is_usable(self) -> bool:
         return bool(self.keywords) and bool(self.context)
-
-
-class ProposedLink(_LLMOutput):
-    # reason comes before type: a model filling the schema in order names the connection first, then
-    # picks the type that fits it (small models otherwise pick a type, then justify it with any text)
-    target_id: str = Field(description="a shown neighbour id")
-    # maxLength only in the schema (grammar-constrained servers such as llama.cpp enforce it, keeping
-    # a small model from copying whole notes until the output limit cuts the reply); longer text from
-    # other providers is cleaned and kept, not rejected.
-    reason: str = Field(
-        description="what both notes are about, a few words",
-        json_schema_extra={"maxLength": _MAX_REASON},
-    )
-    type: LinkType = Field(description="relation of the new note to the neighbour")
-    strength: float = Field(0.5, ge=0.0, le=1.0, description="0..1")
-    # A CONTRADICTS link must name the two statements that cannot both be true; the service checks
-    # each against its note and keeps the link as RELATED_TO when they are missing or not found.
-    new_statement: str | None = Field(
-        None,
-        description="CONTRADICTS only: the new note's conflicting statement, quoted",
-        json_schema_extra={"maxLength": _MAX_REASON},
-    )
-    neighbour_statement: str | None = Field(
-        None,
-        description="CONTRADICTS only: the neighbour's conflicting statement, quoted",
-        json_schema_extra={"maxLength": _MAX_REASON},
-    )
-
-    @field_validator("strength", mode="before")
-    @classmethod
-    def _strength(cls, v: Any) -> Any:
-        # A JSON-schema grammar (llama-server) does not bound numbers, and small models answer on
-        # other scales (10, 85): clamp rather than lose the link.
-        return min(max(v, 0.0), 1.0) if isinstance(v, int | float) and not isinstance(v, bool) else v
-
-    @field_validator("reason", mode="after")
-    @classmethod
-    def _reason(cls, v: str) -> str:
-        return clean_text(v)
-
-    @field_validator("new_statement", "neighbour_statement", mode="after")
-    @classmethod
-    def _statement(cls, v: str | None) -> str | None:
-        return clean_text(v) or None if v is not None else None
-
-
-class ProposedUpdate(_LLMOutput):
-    note_id: str = Field(description="a shown neighbour id")
-    context: str | None = Field(
-        None,
-        description="its new context sentence, or null",
-        json_schema_extra={"maxLength": _MAX_CONTEXT},
-    )
-    # Additions only (the service never removes a neighbour's tags or keywords): the model names the
-    # new words, not the whole list again.
-    tags: list[str] | None = Field(None, description="tags to add, or null")
-    keywords: list[str] | None = Field(None, description="keywords to add, or null")
-
-    @field_validator("tags", "keywords", mode="before")
-    @classmethod
-    def _words(cls, v: Any) -> list[str] | None:
-        return None if v is None else _clean_words(v)
-
-    @field_validator("context", mode="after")
-    @classmethod
-    def _context(cls, v: str | None) -> str | None:
-        return None if v is None else clean_text(v)
-
-
-class EvolutionDecision(_LLMOutput):
-    """A-MEM link generation + memory evolution, with real ids instead of list positions."""
-
-    links: list[ProposedLink] = Field(default_factory=list)
-    neighbour_updates: list[ProposedUpdate] = Field(default_factory=list)
-
-    @classmethod
-    def lenient(cls, data: Any) -> tuple[EvolutionDecision, list[str]]:
-        """Keep every valid item; return the reasons the others were rejected."""
-        rejected: list[str] = []
-        links: list[ProposedLink] = []
-        updates: list[ProposedUpdate] = []
-        if not isinstance(data, dict):
-            raise ValueError("expected a JSON object")
-        for item in data.get("links") or []:
-            try:
-                links.append(ProposedLink.model_validate(item))
-            except ValidationError as exc:
-                rejected.append(f"link {str(item)[:80]}: {exc.errors()[0]['msg']}")
-        for item in data.get("neighbour_updates") or []:
-            try:
-                updates.append(ProposedUpdate.model_validate(item))
-            except ValidationError as exc:
-                rejected.append(f"update {str(item)[:80]}: {exc.errors()[0]['msg']}")
-        return cls(links=links, neighbour_updates=updates), rejected
 
 
 class Answer(BaseModel):

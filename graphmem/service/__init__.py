@@ -3,11 +3,11 @@ blocking facade ``MemoryService``. This package face is the core's public API fo
 (``graphmem.local``, ``graphmem.evaluation``)."""
 
 from graphmem.models import NoteInput, SearchFilters, SearchMode
-from graphmem.service.context import Context, build_context
+from graphmem.service.answer_context import Context, build_context
 from graphmem.service.grounding import sentence_refusal, sentences, speaker_of
 from graphmem.service.memory import AsyncMemoryService, Progress
 from graphmem.service.sync import MemoryService
-from graphmem.service.text import embed_text
+from graphmem.service.text import cosine, embed_text
 from graphmem.service.wording import content_words, copies, stem, supported_share, tokens
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "build_context",
     "content_words",
     "copies",
+    "cosine",
     "embed_text",
     "sentence_refusal",
     "sentences",

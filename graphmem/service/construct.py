@@ -13,9 +13,9 @@ from graphmem.llm.calls import LLMCaller
 from graphmem.llm.outputs import NoteEnrichment
 from graphmem.llm.prompts import ENRICH_SYSTEM, enrich_messages
 from graphmem.models import EnrichmentStatus, Note, Scope, Usage, check_id, validate_content, validate_label
-from graphmem.service import guards
 from graphmem.service.grounding import ground
 from graphmem.service.text import check_note_text, parse_event_time, validate_metadata
+from graphmem.service.wording import content_words
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +76,7 @@ async def enrich(
         return None
     for field in ("keywords", "tags"):
         items: list[str] = getattr(result, field)
-        echoed = guards.instruction_echoes(items, content, ENRICH_SYSTEM)
+        echoed = instruction_echoes(items, content, ENRICH_SYSTEM)
         if echoed:
             setattr(result, field, [w for w in items if w not in echoed])
             if rejected is not None:
@@ -98,3 +98,17 @@ def apply_enrichment(note: Note, enrichment: NoteEnrichment | None) -> bool:
     note.keywords, note.context, note.tags = enrichment.keywords, enrichment.context, enrichment.tags
     note.enrichment = EnrichmentStatus.DONE
     return True
+
+
+def instruction_echoes(items: Sequence[str], note_text: str, instructions: str) -> list[str]:
+    """The keywords or tags that only repeat the instructions: each of their content words is one the
+    instructions use, and none is in the note. (The 1.5B model put "atomic memory", from "You build
+    atomic memory notes", among the keywords of 2 of the demo's 12 notes.)"""
+    said = content_words(instructions)
+    own = content_words(note_text)
+    echoed = []
+    for item in items:
+        item_words = content_words(item)
+        if item_words and item_words <= said and not item_words & own:
+            echoed.append(item)
+    return echoed

@@ -5,7 +5,7 @@ waits for the one before it. Here up to ``concurrency`` notes are in flight at o
 (a note holds its place from construction to its write). Per note ``i`` of a scope:
 
 1. construct (LLM enrichment + embedding): concurrent, in any order;
-2. decide links and evolution (``AsyncMemoryService.decide_links``) once every earlier note of the
+2. decide links and evolution (``AddSteps.decide_links``) once every earlier note of the
    scope is constructed. The candidates are A-MEM's: the nearest of every earlier note of the scope,
    stored or still in flight (their enrichment and embedding are known before they are written),
    never a later one. Concurrent;
@@ -46,7 +46,6 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from graphmem.errors import GraphmemError, InvalidInputError, StaleWriteError, StoreUnavailableError
 from graphmem.models import (
@@ -64,9 +63,7 @@ from graphmem.models import (
     Usage,
     check_id,
 )
-
-if TYPE_CHECKING:
-    from graphmem.service.memory import AsyncMemoryService
+from graphmem.service.add_steps import AddSteps, GroupWrite
 
 log = logging.getLogger(__name__)
 
@@ -176,14 +173,14 @@ class _Batch:
     share (``concurrency`` over those scopes, at least one), so every scope moves at once instead
     of the first taking every place."""
 
-    def __init__(self, svc: AsyncMemoryService, concurrency: int, enrich: bool | None, on_item: OnItem | None) -> None:
-        self.svc = svc
+    def __init__(self, steps: AddSteps, concurrency: int, enrich: bool | None, on_item: OnItem | None) -> None:
+        self.steps = steps
         self.capacity = concurrency
         self.in_use = 0
         self.holding: dict[int, int] = {}  # places per scope run
         self.admitting: set[int] = set()  # scope runs with items still to start
         self.changed = asyncio.Condition()
-        self.enrich = svc.settings.enable_enrichment if enrich is None else enrich
+        self.enrich = steps.settings.enable_enrichment if enrich is None else enrich
         self.on_item = on_item
         self.stopped: str | None = None  # why no further items start
 
@@ -226,7 +223,8 @@ class _ScopeRun:
     write in order."""
 
     def __init__(self, batch: _Batch, number: int, scope: Scope, items: Sequence[NoteInput]) -> None:
-        self.batch, self.svc, self.scope, self.items = batch, batch.svc, scope, list(items)
+        self.batch, self.steps, self.scope, self.items = batch, batch.steps, scope, list(items)
+        self.store = batch.steps.store
         self.number = number
         self.results: list[IngestItem | None] = [None] * len(self.items)
         seen: dict[str, int] = {}
@@ -278,12 +276,12 @@ class _ScopeRun:
         """Mark invalid, repeated and already stored items; the indices left to add, in order."""
         for start in range(0, len(self.position), _LOOKUP_CHUNK):
             chunk = list(self.position)[start : start + _LOOKUP_CHUNK]
-            self.stored_before |= await self.svc.store.existing_ids(chunk, self.scope)
+            self.stored_before |= await self.store.existing_ids(chunk, self.scope)
         self.stored_positions = sorted(self.position[nid] for nid in self.stored_before)
         targets = {x.follows for x in self.items if x.follows is not None and x.follows not in self.position}
         valid_targets = sorted(t for t in targets if _valid_id(t))
         for start in range(0, len(valid_targets), _LOOKUP_CHUNK):
-            self.outside |= await self.svc.store.existing_ids(valid_targets[start : start + _LOOKUP_CHUNK], self.scope)
+            self.outside |= await self.store.existing_ids(valid_targets[start : start + _LOOKUP_CHUNK], self.scope)
         todo: list[int] = []
         for i, nid in enumerate(self.ids):
             error = self._precheck(i, nid)
@@ -337,7 +335,7 @@ class _ScopeRun:
     async def _add(self, i: int) -> IngestItem:
         started = time.perf_counter()
         item, nid = self.items[i], self.ids[i]
-        built = await self.svc.construct_note(
+        built = await self.steps.construct_note(
             item.content,
             self.scope,
             note_id=nid,
@@ -350,16 +348,16 @@ class _ScopeRun:
         self.in_flight[i] = built  # a candidate for the later notes from now on
         await self.constructed.settle(i)
         plan, candidates, settled = EvolutionPlan(), [], None
-        if self.batch.enrich and built.note.enrichment == EnrichmentStatus.DONE and self.svc.links_enabled:
+        if self.batch.enrich and built.note.enrichment == EnrichmentStatus.DONE and self.steps.links_enabled:
             await self.constructed.reach(i)  # every earlier note is constructed (or failed)
             # in flight or stored: a note leaves in_flight only once its write committed
             settled = self.written.upto
             earlier = [b for j, b in self.in_flight.items() if j < i]
-            neighbours = await self.svc.neighbours(built, in_flight=earlier, exclude_ids=self._stored_after(i))
+            neighbours = await self.steps.neighbours(built, in_flight=earlier, exclude_ids=self._stored_after(i))
             candidates = [n.id for n in neighbours]
-            plan = await self.svc.decide_links(built, neighbours=neighbours)
+            plan = await self.steps.decide_links(built, neighbours=neighbours)
         # embedded now, while waiting for the turn to write; a rebased neighbour is embedded again
-        embedded = await self.svc.embed_updates(plan, built.usage) if plan.updates else {}
+        embedded = await self.steps.embed_updates(plan, built.usage) if plan.updates else {}
         ready = _Ready(i, built, plan, embedded, asyncio.get_running_loop().create_future())
         self.ready[i] = ready
         try:
@@ -414,7 +412,7 @@ class _ScopeRun:
         and the group's earlier notes), without reading; the statement checks each neighbour's
         version and rolls everything back (StaleWriteError) when someone else changed it."""
         overlay: dict[str, Note] = {}
-        writes: list[tuple[ConstructedNote, EvolutionPlan, str | None, Mapping[str, Sequence[float]] | None]] = []
+        writes: list[GroupWrite] = []
         plans: list[tuple[EvolutionPlan, int]] = []
         before: set[int] = set()
         for r in group:
@@ -424,7 +422,7 @@ class _ScopeRun:
             before.add(r.index)
             for u in plan.updates:  # what the statement will have made of the neighbour
                 overlay[u.before.id] = _evolved(u, u.before.version + 1)
-        results = await self.svc.write_notes(writes)
+        results = await self.steps.write_notes(writes)
         for r, (plan, rebased), result in zip(group, plans, results, strict=True):
             self._committed(r, plan, result)
             r.done.set_result((result, rebased, len(group)))
@@ -432,7 +430,7 @@ class _ScopeRun:
     async def _write_alone(self, r: _Ready) -> None:
         try:
             plan, rebased = await self._rebase(r.plan)
-            result = await self.svc.write_note(
+            result = await self.steps.write_note(
                 r.built, plan, follows=self._follows(r.index, set()), embedded=r.embedded
             )
         except asyncio.CancelledError:
@@ -517,7 +515,7 @@ class _ScopeRun:
         rejected = list(plan.rejected)
         rebased = 0
         for u in plan.updates:
-            current = await self.svc.store.get(u.before.id, self.scope)
+            current = await self.store.get(u.before.id, self.scope)
             if current is None:
                 rejected.append(f"update of {u.before.id[:40]!r} dropped: that note is not stored")
             elif _same_state(current, u.before):
@@ -553,7 +551,7 @@ class _ScopeRun:
                 pairs.append((self.ids[i] or "", item.follows))
         if pairs:
             try:
-                await self.svc.store.add_follows(pairs, self.scope)
+                await self.store.add_follows(pairs, self.scope)
             except GraphmemError as exc:  # the notes are stored; a rerun writes these links
                 self.warnings.append(f"{len(pairs)} FOLLOWS links not written ({exc}); run the ingest again")
 
@@ -591,7 +589,7 @@ def _valid_id(value: str) -> bool:
 
 
 async def ingest(
-    svc: AsyncMemoryService,
+    steps: AddSteps,
     batches: Sequence[tuple[Scope, Sequence[NoteInput]]],
     *,
     concurrency: int,
@@ -605,7 +603,7 @@ async def ingest(
     scopes = [scope for scope, _ in batches]
     if len(set(scopes)) != len(scopes):
         raise InvalidInputError("each scope may appear once in a batch list")
-    batch = _Batch(svc, concurrency, enrich, on_item)
+    batch = _Batch(steps, concurrency, enrich, on_item)
     runs = [_ScopeRun(batch, n, scope, items) for n, (scope, items) in enumerate(batches)]
 
     async def timed(run: _ScopeRun) -> IngestReport:

@@ -1,25 +1,25 @@
 """AsyncMemoryService: the A-MEM algorithm on a note store (``ports.NoteStore``).
 
-add:    construct (validate; LLM: keywords, context, tags; embed)        -> construct.py
-        -> decide links and evolution (neighbours in scope; LLM, real ids;
-           proposals validated into an EvolutionPlan)                     -> evolve.py
+add:    construct (validate; LLM: keywords, context, tags; embed)        -> add_steps.py, construct.py
+        -> decide links and evolution (neighbours in scope; a LinkDecider;
+           proposals validated into an EvolutionPlan)                     -> add_steps.py, linking/
         -> re-embed evolved neighbours -> ONE write transaction (note, typed links, neighbour
-           versions and updates).
+           versions and updates)                                          -> add_steps.py
 search: vector top-k in scope, + one hop along typed links, optionally fused with full-text (by score)
                                                                           -> retrieve.py
-ask:    search -> context within a token budget -> answer (LLM)          -> context.py
+ask:    search -> context within a token budget -> answer (LLM)          -> answer_context.py
 
 The LLM proposes, this service decides, the store (Cypher) executes. This module holds the
-lifecycle and the public methods; each step lives in its own module.
+lifecycle and the public methods: they validate, delegate and account; each step lives in its own
+module, the add's in one object (``AddSteps``, ``svc.steps``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import builtins
-import hashlib
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import warnings
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -33,18 +33,14 @@ from graphmem.llm.prompts import answer_messages
 from graphmem.models import (
     LIMITS,
     MANUAL_CAUSE,
-    AddOutcome,
     AddResult,
-    AddWrite,
     AskResult,
-    ConstructedNote,
     EnrichmentStatus,
     EvolutionPlan,
     IngestItem,
     IngestReport,
     Link,
     LinkType,
-    NeighbourUpdate,
     Note,
     NoteInput,
     NoteVersion,
@@ -58,17 +54,17 @@ from graphmem.models import (
     VersionDiff,
     check_bound,
     check_id,
-    new_note_id,
     utcnow,
     validate_content,
 )
 from graphmem.ports import HistoryStore, ItemStore, NoteStore
-from graphmem.service import bulk, construct, evolve, ingest, retrieve, transfer, versions
-from graphmem.service.chat import ChatModelSlot, ChatModelSource
-from graphmem.service.context import build_context
+from graphmem.service import bulk, ingest, retrieve, transfer, versions
+from graphmem.service.add_steps import AddSteps
+from graphmem.service.answer_context import build_context
+from graphmem.service.chat_model import ChatModelSlot, ChatModelSource
 from graphmem.service.items import ItemService
+from graphmem.service.linking import MAX_REASON_CHARS, LinkDecider, decider_for
 from graphmem.service.stats import RetrievalStats
-from graphmem.service.text import cosine, embed_text
 
 Progress = Callable[[int, int], None]
 
@@ -84,8 +80,12 @@ class AsyncMemoryService:
         embedder: a LangChain ``Embeddings``.
         chat_model: a ready chat model, a future of one (the edge starting the local model), or
             None (a client for the configured endpoint, built on first use).
-        histories: the chat-history store, if any.
+        chats: the chat-history store, if any.
         items: the store-item store (the LangGraph store), if any.
+        link_decider: how links are decided (default: ``linking.decider_for(settings, ...)``, the
+            joint or pairwise decision on ``link_model``).
+        link_model / enrich_model / answer_model: another chat model (same forms as ``chat_model``)
+            for the link decision, the enrichment, the answers; None: ``chat_model``.
     """
 
     def __init__(
@@ -95,18 +95,29 @@ class AsyncMemoryService:
         embedder: Embeddings,
         chat_model: ChatModelSource = None,
         *,
-        histories: HistoryStore | None = None,
+        chats: HistoryStore | None = None,
         items: ItemStore | None = None,
+        link_decider: LinkDecider | None = None,
+        link_model: ChatModelSource = None,
+        enrich_model: ChatModelSource = None,
+        answer_model: ChatModelSource = None,
     ) -> None:
         self.settings = settings
         self.store = store
-        self.embedder = embedder
         self._chat = ChatModelSlot(settings, chat_model)
-        self._histories = histories
+        slots = {
+            role: self._chat if model is None else ChatModelSlot(settings, model)
+            for role, model in (("link", link_model), ("enrich", enrich_model), ("answer", answer_model))
+        }
+        self._slots = [self._chat, *(x for x in slots.values() if x is not self._chat)]
+        self._answer = slots["answer"]
+        decider = link_decider or decider_for(settings, slots["link"].caller)
+        self.steps = AddSteps(settings, store, embedder, slots["enrich"].caller, decider)
+        self._chats = chats
         self._items = (
             None
             if items is None
-            else ItemService(items, self._embed, embedder.aembed_query, settings.max_content_chars)
+            else ItemService(items, self.steps.embed, embedder.aembed_query, settings.max_content_chars)
         )
         self._stats = RetrievalStats(store)
         # Big reads (search, pages, export) at once: each may map hundreds of notes of tens of KB on
@@ -125,6 +136,10 @@ class AsyncMemoryService:
         embedder: Embeddings | None = None,
         bootstrap: bool = True,
         migrate_index: bool = False,
+        link_decider: LinkDecider | None = None,
+        link_model: ChatModelSource = None,
+        enrich_model: ChatModelSource = None,
+        answer_model: ChatModelSource = None,
     ) -> AsyncMemoryService:
         """Connect to Neo4j (clear error if unreachable), bootstrap the schema, wire the embedder.
 
@@ -132,6 +147,7 @@ class AsyncMemoryService:
         ``graphmem.local.chat_model(settings)``) or run ``graphmem llm start`` first.
         ``migrate_index`` rebuilds a 5.26-style vector index found on a 2026 server (``graphmem
         migrate-index``); without it such an index is refused with that advice.
+        ``link_decider``, ``link_model``, ``enrich_model``, ``answer_model``: see the class.
         """
         from graphmem import store as adapter  # the default adapter: the one place the service names it
         from graphmem.embeddings import embedding_dimensions, make_embedder
@@ -143,14 +159,26 @@ class AsyncMemoryService:
             made.append(embedder or make_embedder(settings))
             return embedding_dimensions(made[0])
 
-        note_store, histories, items = await adapter.open_stores(
+        note_store, chats, items = await adapter.open_stores(
             settings, dimensions if bootstrap else None, migrate_index=migrate_index
         )
         emb = made[0] if made else (embedder or make_embedder(settings))
-        return cls(settings, note_store, emb, chat_model, histories=histories, items=items)
+        return cls(
+            settings,
+            note_store,
+            emb,
+            chat_model,
+            chats=chats,
+            items=items,
+            link_decider=link_decider,
+            link_model=link_model,
+            enrich_model=enrich_model,
+            answer_model=answer_model,
+        )
 
     async def close(self) -> None:
-        await self._chat.aclose()  # the chat model's background work on this loop (issue 29)
+        for slot in self._slots:  # each chat model's background work on this loop (issue 29)
+            await slot.aclose()
         await self._stats.close()
         await self.store.close()
 
@@ -165,11 +193,27 @@ class AsyncMemoryService:
         return await self._chat.caller()
 
     @property
+    def embedder(self) -> Embeddings:
+        """The embedder of notes and queries (the add steps' own: replacing it here replaces it there)."""
+        return self.steps.embedder
+
+    @embedder.setter
+    def embedder(self, embedder: Embeddings) -> None:
+        self.steps.embedder = embedder
+
+    @property
+    def chats(self) -> HistoryStore:
+        """Chat message histories beside the notes (LangChain's ``GraphmemChatMessageHistory``); not
+        to be confused with ``history``, a note's earlier versions."""
+        if self._chats is None:
+            raise RuntimeError("this service was built without a chat-history store")
+        return self._chats
+
+    @property
     def histories(self) -> HistoryStore:
-        """Chat message histories beside the notes (LangChain's ``GraphmemChatMessageHistory``)."""
-        if self._histories is None:
-            raise RuntimeError("this service was built without a history store")
-        return self._histories
+        """Deprecated: ``chats`` (the chat histories)."""
+        warnings.warn("AsyncMemoryService.histories is deprecated; use .chats", DeprecationWarning, stacklevel=2)
+        return self.chats
 
     @property
     def items(self) -> ItemService:
@@ -184,24 +228,12 @@ class AsyncMemoryService:
 
     # --- helpers --------------------------------------------------------------------------------
 
-    async def _embed(self, texts: Sequence[str], usage: Usage | None = None) -> builtins.list[list[float]]:
-        if not texts:
-            return []
-        started = time.perf_counter()
-        vectors = await self.embedder.aembed_documents(list(texts))
-        if usage is not None:
-            usage.embed_seconds += time.perf_counter() - started
-        return vectors
-
     async def _require(self, note_id: str, scope: Scope) -> Note:
         check_id(note_id, "note id")
         note = await self.store.get(note_id, scope)
         if note is None:
             raise NoteNotFoundError(note_id)
         return note
-
-    def _embed_text(self, note: Note) -> str:
-        return embed_text(note, self.settings.embed_text_variant)
 
     # --- writes ---------------------------------------------------------------------------------
 
@@ -226,7 +258,8 @@ class AsyncMemoryService:
         the note gets a FOLLOWS link to it, so a search that finds one turn can bring its neighbours.
         """
         started = time.perf_counter()
-        note = self._new_note(content, scope, note_id, event_time, category, source_id, metadata)
+        steps = self.steps
+        note = steps.new_note(content, scope, note_id, event_time, category, source_id, metadata)
         if follows is not None:
             await self._require(follows, scope)  # a missing or other-scope id is the caller's error
         # Idempotent add: the same id (or, on request, the same content) never makes a second note.
@@ -241,250 +274,16 @@ class AsyncMemoryService:
         if note_id is None and dedupe_content:
             # Two adds of one content may both pass the check above before either writes: both take
             # the id derived from the content, so the store's MERGE (unique per scope) makes one note.
-            note.id = await self._content_id(note.content, scope)
+            note.id = await steps.content_id(note.content, scope)
 
         do_enrich = self.settings.enable_enrichment if enrich is None else enrich
-        built = await self._construct(note, do_enrich)
+        built = await steps.construct(note, do_enrich)
         plan = EvolutionPlan()
         if (evolve if evolve is not None else do_enrich) and note.enrichment == EnrichmentStatus.DONE:
-            plan = await self.decide_links(built)
-        result = await self.write_note(built, plan, follows=follows)
+            plan = await steps.decide_links(built)
+        result = await steps.write_note(built, plan, follows=follows)
         result.usage.total_seconds = time.perf_counter() - started
         return result
-
-    async def _content_id(self, content: str, scope: Scope) -> str:
-        """The id a dedupe_content add takes: derived from the content, so concurrent adds agree. An
-        earlier note with this id whose content was changed since (update) moves it to the next one."""
-        base = "c-" + hashlib.sha256(content.encode("utf-8")).hexdigest()[:40]
-        for n in range(1, 100):
-            candidate = base if n == 1 else f"{base}-{n}"
-            taken = await self.store.get(candidate, scope)
-            if taken is None or taken.content == content:
-                return candidate
-        return new_note_id()  # 99 rewrites of one content: give up on agreeing, never on storing
-
-    def _new_note(
-        self,
-        content: Any,
-        scope: Scope,
-        note_id: str | None,
-        event_time: datetime | str | None,
-        category: str | None,
-        source_id: str | None,
-        metadata: dict[str, str] | None,
-    ) -> Note:
-        return construct.new_note(
-            content,
-            scope,
-            max_chars=self.settings.max_content_chars,
-            note_id=note_id,
-            event_time=event_time,
-            category=category,
-            source_id=source_id,
-            metadata=metadata,
-        )
-
-    async def _construct(self, note: Note, enrich: bool) -> ConstructedNote:
-        usage, rejected = Usage(), builtins.list[str]()
-        if enrich:
-            enrichment = await construct.enrich(await self.llm_caller(), note.content, usage, rejected)
-            construct.apply_enrichment(note, enrichment)
-        else:
-            note.enrichment = EnrichmentStatus.RAW
-        (embedding,) = await self._embed([self._embed_text(note)], usage)
-        return ConstructedNote(note=note, embedding=embedding, usage=usage, rejected=rejected)
-
-    async def construct_note(
-        self,
-        content: str,
-        scope: Scope,
-        *,
-        note_id: str | None = None,
-        event_time: datetime | str | None = None,
-        category: str | None = None,
-        source_id: str | None = None,
-        metadata: dict[str, str] | None = None,
-        enrich: bool | None = None,
-    ) -> ConstructedNote:
-        """Step 1 of an add: validate the input, enrich it with the LLM (or mark it PENDING when the
-        LLM fails, RAW when enrichment is off) and embed it. Nothing is stored."""
-        note = self._new_note(content, scope, note_id, event_time, category, source_id, metadata)
-        return await self._construct(note, self.settings.enable_enrichment if enrich is None else enrich)
-
-    @property
-    def links_enabled(self) -> bool:
-        """Whether an add runs the link/evolution step at all (settings: links or evolution, k > 0)."""
-        s = self.settings
-        return (s.enable_links or s.evolution_enabled) and s.neighbour_k > 0
-
-    async def neighbours(
-        self,
-        built: ConstructedNote,
-        *,
-        in_flight: Sequence[ConstructedNote] = (),
-        exclude_ids: Sequence[str] = (),
-    ) -> builtins.list[Note]:
-        """The candidates of the link/evolution step: the note's ``neighbour_k`` nearest notes of its
-        scope by cosine, from the store and from ``in_flight`` (notes constructed but not written yet,
-        e.g. the earlier notes of a concurrent ingest; a stored copy wins over an in-flight one).
-        ``exclude_ids`` are never candidates (e.g. notes that come after this one). Nothing is stored."""
-        s, note = self.settings, built.note
-        skip = {note.id, *exclude_ids}
-        t0 = time.perf_counter()
-        found = await self.store.vector_search(
-            built.embedding, note.scope, s.neighbour_k, exclude_ids=sorted(skip), over_fetch=s.over_fetch_ratio
-        )
-        built.usage.store_seconds += time.perf_counter() - t0
-        if not in_flight:
-            return [n for n, _ in found]
-        scored = {n.id: (score, n) for n, score in found}
-        for other in in_flight:
-            if other.note.id not in scored and other.note.id not in skip and other.note.scope == note.scope:
-                scored[other.note.id] = (cosine(built.embedding, other.embedding), other.note)
-        ranked = sorted(scored.values(), key=lambda x: (-x[0], x[1].id))
-        return [n for _, n in ranked[: s.neighbour_k]]
-
-    async def decide_links(self, built: ConstructedNote, *, neighbours: Sequence[Note] | None = None) -> EvolutionPlan:
-        """Step 2 of an add: the note's nearest neighbours in its scope (or the given candidates,
-        see ``neighbours``), the LLM's proposals for links and neighbour updates, and the plan the
-        service accepts from them. Nothing is stored; the time and tokens go to ``built.usage``."""
-        s = self.settings
-        if not self.links_enabled:
-            return EvolutionPlan()
-        usage, note = built.usage, built.note
-        if neighbours is None:
-            neighbours = await self.neighbours(built)
-        if not neighbours:  # A-MEM asks even with zero neighbours; nothing could come of it
-            return EvolutionPlan()
-        llm = await self.llm_caller()
-        if s.resolved_link_decision == "pairwise":
-            plan = await evolve.decide_pairwise(
-                llm,
-                note,
-                neighbours,
-                usage,
-                candidates=s.link_candidates,
-                threshold=s.link_threshold,
-                links=s.enable_links,
-                evolution=s.evolution_enabled,
-            )
-            plan.candidates = [n.id for n in neighbours[: s.link_candidates]]
-        else:
-            decision, rejected = await evolve.propose(llm, note, neighbours, usage)
-            if decision is None:
-                return EvolutionPlan(rejected=rejected, candidates=[n.id for n in neighbours])
-            plan = evolve.plan_evolution(
-                note, neighbours, decision, links=s.enable_links, evolution=s.evolution_enabled, rejected=rejected
-            )
-            plan.candidates = [n.id for n in neighbours]
-        return await evolve.screen_evolutions(plan, note, neighbours, lambda texts: self._embed(texts, usage))
-
-    async def write_note(
-        self,
-        built: ConstructedNote,
-        plan: EvolutionPlan,
-        *,
-        follows: str | None = None,
-        embedded: Mapping[str, Sequence[float]] | None = None,
-    ) -> AddResult:
-        """Step 3 of an add: re-embed the evolved neighbours and write the note, its links (plus
-        a FOLLOWS link to ``follows``) and the evolutions in one transaction. Idempotent by id.
-        ``embedded``: vectors computed ahead, by the text they embed (``embed_updates``); a neighbour
-        whose text is not there is embedded here."""
-        write, plan = await self._add_write(built, plan, follows, embedded)
-        t0 = time.perf_counter()
-        outcome = await self.store.add(write)
-        built.usage.store_seconds += time.perf_counter() - t0
-        return await self._add_result(built, plan, outcome)
-
-    async def write_notes(
-        self, writes: Sequence[tuple[ConstructedNote, EvolutionPlan, str | None, Mapping[str, Sequence[float]] | None]]
-    ) -> builtins.list[AddResult]:
-        """``write_note`` for several notes of one scope in ONE statement and transaction, in order
-        (a later note may link to or evolve an earlier one of the same call). Each item: the
-        constructed note, its plan, its FOLLOWS target (or None), its vectors computed ahead. An
-        update whose neighbour has a ``NeighbourEvolution.before.version`` is checked against it:
-        when any neighbour changed meanwhile nothing is written (StaleWriteError)."""
-        if not writes:
-            return []
-        built_plans: list[tuple[ConstructedNote, EvolutionPlan]] = []
-        adds: list[AddWrite] = []
-        for built, plan, follows, embedded in writes:
-            write, full = await self._add_write(built, plan, follows, embedded, checked=True)
-            adds.append(write)
-            built_plans.append((built, full))
-        t0 = time.perf_counter()
-        outcomes = await self.store.add_group(adds)
-        share = (time.perf_counter() - t0) / len(adds)
-        results = []
-        for (built, plan), outcome in zip(built_plans, outcomes, strict=True):
-            built.usage.store_seconds += share
-            results.append(await self._add_result(built, plan, outcome))
-        return results
-
-    async def _add_write(
-        self,
-        built: ConstructedNote,
-        plan: EvolutionPlan,
-        follows: str | None,
-        embedded: Mapping[str, Sequence[float]] | None,
-        *,
-        checked: bool = False,
-    ) -> tuple[AddWrite, EvolutionPlan]:
-        """What the store writes for one add (the evolved neighbours re-embedded: the original left the
-        index stale for 100 evolutions), and the plan with its FOLLOWS link. ``checked``: each update
-        carries the neighbour version it was planned on."""
-        usage, note = built.usage, built.note
-        plan = evolve.with_follows(plan, note.id, follows)
-        evolved = evolve.evolved_notes(plan)
-        texts = [self._embed_text(n) for n in evolved]
-        ready = embedded or {}
-        missing = [t for t in texts if t not in ready]
-        fresh = dict(zip(missing, await self._embed(missing, usage), strict=True))
-        vectors = [list(ready[t]) if t in ready else fresh[t] for t in texts]
-        updates = [
-            NeighbourUpdate(
-                note_id=n.id,
-                context=n.context,
-                tags=n.tags,
-                keywords=n.keywords,
-                embedding=v,
-                expected_version=u.before.version if checked else None,
-            )
-            for n, v, u in zip(evolved, vectors, plan.updates, strict=True)
-        ]
-        write = AddWrite(
-            note=note,
-            embedding=built.embedding,
-            links=plan.links,
-            updates=updates,
-            variant=self.settings.embed_text_variant,
-        )
-        return write, plan
-
-    async def _add_result(self, built: ConstructedNote, plan: EvolutionPlan, outcome: AddOutcome) -> AddResult:
-        usage, note = built.usage, built.note
-        if not outcome.created:  # a concurrent add of the same id won the race: idempotent, nothing written
-            existing = await self.store.get(note.id, note.scope)
-            if existing is None:  # deleted again meanwhile
-                raise NoteNotFoundError(note.id)
-            return AddResult(note=existing, created=False, usage=usage)
-        return AddResult(
-            note=note,
-            created=True,
-            links=outcome.links,
-            evolved=evolve.neighbour_changes(plan, outcome.versions),
-            rejected=[*built.rejected, *plan.rejected],
-            candidates=plan.candidates,
-            usage=usage,
-        )
-
-    async def embed_updates(self, plan: EvolutionPlan, usage: Usage | None = None) -> dict[str, builtins.list[float]]:
-        """The vectors of a plan's evolved neighbours, by the text they embed: ``write_note(...,
-        embedded=...)`` then skips the embedding (a concurrent ingest computes them before its turn
-        to write comes)."""
-        texts = [self._embed_text(n) for n in evolve.evolved_notes(plan)]
-        return dict(zip(texts, await self._embed(texts, usage), strict=True))
 
     async def add_many(
         self,
@@ -494,7 +293,7 @@ class AsyncMemoryService:
         batch_size: int = 1000,
         progress: Progress | None = None,
         usage: Usage | None = None,
-    ) -> builtins.list[str]:
+    ) -> list[str]:
         """Bulk import without LLM calls (raw mode): validate all, embed in batches, write in chunks.
 
         Returns the ids of the notes (existing ids are kept, not duplicated). Nothing is written when
@@ -503,7 +302,14 @@ class AsyncMemoryService:
         """
         check_bound(batch_size, 1, LIMITS.batch_max, "batch_size")
         return await bulk.add_many(
-            self.store, self._embed, self.settings, items, scope, batch_size=batch_size, progress=progress, usage=usage
+            self.store,
+            self.steps.embed,
+            self.settings,
+            items,
+            scope,
+            batch_size=batch_size,
+            progress=progress,
+            usage=usage,
         )
 
     async def ingest(
@@ -537,11 +343,11 @@ class AsyncMemoryService:
         concurrency: int | None = None,
         enrich: bool | None = None,
         on_item: Callable[[IngestItem], None] | None = None,
-    ) -> builtins.list[IngestReport]:
+    ) -> list[IngestReport]:
         """``ingest`` of several scopes at once, sharing ``concurrency``: the scopes run in parallel,
         each in its own order. One report per (scope, items) pair, in the same order."""
         return await ingest.ingest(
-            self,
+            self.steps,
             batches,
             concurrency=self.settings.resolved_ingest_concurrency if concurrency is None else concurrency,
             enrich=enrich,
@@ -550,26 +356,12 @@ class AsyncMemoryService:
 
     async def update(self, note_id: str, scope: Scope, content: str) -> AddResult:
         """New content: re-enrich, re-embed, keep the previous values as a version."""
-        usage, rejected = Usage(), builtins.list[str]()
+        usage, rejected = Usage(), list[str]()
         started = time.perf_counter()
         old = await self._require(note_id, scope)
         content = validate_content(content, self.settings.max_content_chars)
         note = old.model_copy(update={"content": content})
-        if self.settings.enable_enrichment:
-            enrichment = await construct.enrich(await self.llm_caller(), content, usage, rejected)
-            construct.apply_enrichment(note, enrichment)
-        (embedding,) = await self._embed([self._embed_text(note)], usage)
-        version = await self.store.revise(
-            note_id,
-            scope,
-            content=content,
-            context=note.context,
-            tags=note.tags,
-            keywords=note.keywords,
-            enrichment=note.enrichment,
-            embedding=embedding,
-            changed_by="update",
-        )
+        version = await self.steps.rewrite(note, usage, rejected, enrich=self.settings.enable_enrichment)
         if version is None:
             raise NoteNotFoundError(note_id)
         note.version = version
@@ -583,28 +375,8 @@ class AsyncMemoryService:
         repaired = 0
         for note_id in await self.store.pending(scope, limit):
             note = await self.store.get(note_id, scope)
-            if note is None:
-                continue
-            built = ConstructedNote(note=note, embedding=[])
-            enrichment = await construct.enrich(await self.llm_caller(), note.content, built.usage)
-            if not construct.apply_enrichment(note, enrichment):
-                continue
-            (built.embedding,) = await self._embed([self._embed_text(note)], built.usage)
-            await self.store.revise(
-                note_id,
-                scope,
-                content=note.content,
-                context=note.context,
-                tags=note.tags,
-                keywords=note.keywords,
-                enrichment=EnrichmentStatus.DONE,
-                embedding=built.embedding,
-                changed_by="repair",
-            )
-            plan = await self.decide_links(built)
-            if plan.links:
-                await self.store.create_links(note.id, scope, plan.links, caused_by=note.id)
-            repaired += 1
+            if note is not None and await self.steps.repair(note):
+                repaired += 1
         return repaired
 
     async def delete(self, note_id: str, scope: Scope) -> bool:
@@ -633,9 +405,9 @@ class AsyncMemoryService:
             raise InvalidInputError("a note cannot link to itself")
         if not isinstance(reason, str):
             raise InvalidInputError("link reason must be text")
-        reason = reason.strip()[: evolve.MAX_REASON_CHARS]
+        reason = reason.strip()[:MAX_REASON_CHARS]
         if reason:
-            reason = validate_content(reason, evolve.MAX_REASON_CHARS, what="link reason")
+            reason = validate_content(reason, MAX_REASON_CHARS, what="link reason")
         try:
             link = Link(source_id=source_id, target_id=target_id, type=link_type, reason=reason, strength=strength)
         except ValidationError as exc:
@@ -650,7 +422,7 @@ class AsyncMemoryService:
         """The note's content, context, tags and keywords back to an earlier version's, re-embedded
         and written as a new version (``changed_by``: ``rollback:<version>``); history is append-only.
         VersionNotFoundError for a version the note never had, ConflictError if it changed meanwhile."""
-        return await versions.rollback(self.store, self._embed, self._embed_text, note_id, scope, version)
+        return await versions.rollback(self.store, self.steps.embed, self.steps.embed_text, note_id, scope, version)
 
     async def undo_add(
         self,
@@ -668,8 +440,8 @@ class AsyncMemoryService:
         Works for a note deleted since (its evolutions are still recorded on the neighbours)."""
         return await versions.undo_add(
             self.store,
-            self._embed,
-            self._embed_text,
+            self.steps.embed,
+            self.steps.embed_text,
             note_id,
             scope,
             delete_note=delete_note,
@@ -679,14 +451,14 @@ class AsyncMemoryService:
 
     async def import_notes(self, records: Iterable[dict[str, Any]], scope: Scope) -> int:
         """Import records made by export_notes (into this scope); embeddings are reused when present."""
-        return await transfer.import_records(self.store, self._embed, self.settings, list(records), scope)
+        return await transfer.import_records(self.store, self.steps.embed, self.settings, list(records), scope)
 
     # --- reads ----------------------------------------------------------------------------------
 
     async def get(self, note_id: str, scope: Scope) -> Note:
         return await self._require(note_id, scope)
 
-    async def list(self, scope: Scope, *, limit: int = 50, offset: int = 0) -> builtins.list[Note]:
+    async def _list(self, scope: Scope, *, limit: int = 50, offset: int = 0) -> list[Note]:
         """A page of the scope's notes, newest first (``limit`` up to ``LIMITS.page_max``)."""
         _page(limit, offset, LIMITS.page_max)
         async with self._reads:
@@ -701,7 +473,7 @@ class AsyncMemoryService:
 
     async def links(
         self, note_id: str, scope: Scope, *, limit: int = LIMITS.links_page_max, offset: int = 0
-    ) -> builtins.list[Link]:
+    ) -> list[Link]:
         """A page of the note's typed links (both directions), oldest first."""
         _page(limit, offset, LIMITS.links_page_max)
         await self._require(note_id, scope)
@@ -710,7 +482,7 @@ class AsyncMemoryService:
 
     async def history(
         self, note_id: str, scope: Scope, *, limit: int = LIMITS.history_page_max, offset: int = 0
-    ) -> builtins.list[NoteVersion]:
+    ) -> list[NoteVersion]:
         """A page of the note's earlier versions, oldest first (the note itself is the newest)."""
         _page(limit, offset, LIMITS.history_page_max)
         await self._require(note_id, scope)
@@ -719,17 +491,17 @@ class AsyncMemoryService:
 
     async def history_diff(
         self, note_id: str, scope: Scope, *, limit: int = LIMITS.history_page_max, offset: int = 0
-    ) -> builtins.list[VersionDiff]:
+    ) -> list[VersionDiff]:
         """What changed from each version to the next, oldest first, paged by step: a word diff of
         content and context, tags and keywords added and removed, and the cause of each step."""
         return await versions.history_diff(self.store, note_id, scope, limit=limit, offset=offset)
 
-    async def scopes(self, user_id: str | None = None) -> builtins.list[Scope]:
+    async def scopes(self, user_id: str | None = None) -> list[Scope]:
         if user_id is not None:
             check_id(user_id, "user_id")
         return await self.store.scopes(user_id)
 
-    async def export_notes(self, scope: Scope) -> builtins.list[dict[str, Any]]:
+    async def export_notes(self, scope: Scope) -> list[dict[str, Any]]:
         async with self._reads:
             return await transfer.export_records(self.store, scope)
 
@@ -747,7 +519,7 @@ class AsyncMemoryService:
         filters: SearchFilters | None = None,
         usage: Usage | None = None,
         query_embedding: Sequence[float] | None = None,
-    ) -> builtins.list[SearchHit]:
+    ) -> list[SearchHit]:
         """Top-k notes of the scope for a query; each hit says how it was found.
 
         mode: ``SearchMode`` or its value: "vector" (HNSW), "links" (vector + one hop along typed
@@ -820,9 +592,13 @@ class AsyncMemoryService:
     ) -> str:
         """The LLM's short answer to a question from a given context (``ask`` without the search;
         the evaluation's full-conversation baseline)."""
-        llm = await self.llm_caller()
+        llm = await self._answer.caller()
         text = await llm.text(answer_messages(question, context, instructions), usage or Usage())
         return text.strip()
+
+    # The public name is ``list``; the method is written as ``_list`` so that ``list`` in the class
+    # body stays the builtin (the annotations say ``list[Note]``, not ``builtins.list[Note]``).
+    list = _list
 
 
 def _page(limit: int, offset: int, most: int) -> None:

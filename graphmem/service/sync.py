@@ -8,10 +8,9 @@ every public coroutine of the async service has a method here with the same para
 from __future__ import annotations
 
 import asyncio
-import builtins
 import contextlib
 import threading
-from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -22,8 +21,6 @@ from graphmem.models import (
     LIMITS,
     AddResult,
     AskResult,
-    ConstructedNote,
-    EvolutionPlan,
     IngestItem,
     IngestReport,
     Link,
@@ -40,7 +37,8 @@ from graphmem.models import (
     Usage,
     VersionDiff,
 )
-from graphmem.service.chat import ChatModelSource
+from graphmem.service.chat_model import ChatModelSource
+from graphmem.service.linking import LinkDecider
 from graphmem.service.memory import AsyncMemoryService, Progress
 
 T = TypeVar("T")
@@ -89,11 +87,24 @@ class MemoryService:
         chat_model: ChatModelSource = None,
         embedder: Embeddings | None = None,
         bootstrap: bool = True,
+        link_decider: LinkDecider | None = None,
+        link_model: ChatModelSource = None,
+        enrich_model: ChatModelSource = None,
+        answer_model: ChatModelSource = None,
     ) -> None:
         self._loop = _LoopThread()
         try:
             self.aio = self._loop.run(
-                AsyncMemoryService.create(settings, chat_model=chat_model, embedder=embedder, bootstrap=bootstrap)
+                AsyncMemoryService.create(
+                    settings,
+                    chat_model=chat_model,
+                    embedder=embedder,
+                    bootstrap=bootstrap,
+                    link_decider=link_decider,
+                    link_model=link_model,
+                    enrich_model=enrich_model,
+                    answer_model=answer_model,
+                )
             )
         except BaseException:
             self._loop.stop()
@@ -155,61 +166,6 @@ class MemoryService:
             )
         )
 
-    def construct_note(
-        self,
-        content: str,
-        scope: Scope,
-        *,
-        note_id: str | None = None,
-        event_time: datetime | str | None = None,
-        category: str | None = None,
-        source_id: str | None = None,
-        metadata: dict[str, str] | None = None,
-        enrich: bool | None = None,
-    ) -> ConstructedNote:
-        return self._loop.run(
-            self.aio.construct_note(
-                content,
-                scope,
-                note_id=note_id,
-                event_time=event_time,
-                category=category,
-                source_id=source_id,
-                metadata=metadata,
-                enrich=enrich,
-            )
-        )
-
-    def neighbours(
-        self,
-        built: ConstructedNote,
-        *,
-        in_flight: Sequence[ConstructedNote] = (),
-        exclude_ids: Sequence[str] = (),
-    ) -> builtins.list[Note]:
-        return self._loop.run(self.aio.neighbours(built, in_flight=in_flight, exclude_ids=exclude_ids))
-
-    def decide_links(self, built: ConstructedNote, *, neighbours: Sequence[Note] | None = None) -> EvolutionPlan:
-        return self._loop.run(self.aio.decide_links(built, neighbours=neighbours))
-
-    def write_note(
-        self,
-        built: ConstructedNote,
-        plan: EvolutionPlan,
-        *,
-        follows: str | None = None,
-        embedded: Mapping[str, Sequence[float]] | None = None,
-    ) -> AddResult:
-        return self._loop.run(self.aio.write_note(built, plan, follows=follows, embedded=embedded))
-
-    def write_notes(
-        self, writes: Sequence[tuple[ConstructedNote, EvolutionPlan, str | None, Mapping[str, Sequence[float]] | None]]
-    ) -> builtins.list[AddResult]:
-        return self._loop.run(self.aio.write_notes(writes))
-
-    def embed_updates(self, plan: EvolutionPlan, usage: Usage | None = None) -> dict[str, builtins.list[float]]:
-        return self._loop.run(self.aio.embed_updates(plan, usage))
-
     def add_many(
         self,
         items: Sequence[NoteInput],
@@ -218,7 +174,7 @@ class MemoryService:
         batch_size: int = 1000,
         progress: Progress | None = None,
         usage: Usage | None = None,
-    ) -> builtins.list[str]:
+    ) -> list[str]:
         return self._loop.run(self.aio.add_many(items, scope, batch_size=batch_size, progress=progress, usage=usage))
 
     def ingest(
@@ -239,7 +195,7 @@ class MemoryService:
         concurrency: int | None = None,
         enrich: bool | None = None,
         on_item: Callable[[IngestItem], None] | None = None,
-    ) -> builtins.list[IngestReport]:
+    ) -> list[IngestReport]:
         return self._loop.run(self.aio.ingest_scopes(batches, concurrency=concurrency, enrich=enrich, on_item=on_item))
 
     def update(self, note_id: str, scope: Scope, content: str) -> AddResult:
@@ -268,7 +224,7 @@ class MemoryService:
     def get(self, note_id: str, scope: Scope) -> Note:
         return self._loop.run(self.aio.get(note_id, scope))
 
-    def list(self, scope: Scope, *, limit: int = 50, offset: int = 0) -> builtins.list[Note]:
+    def _list(self, scope: Scope, *, limit: int = 50, offset: int = 0) -> list[Note]:
         return self._loop.run(self.aio.list(scope, limit=limit, offset=offset))
 
     def count(self, scope: Scope) -> int:
@@ -277,19 +233,17 @@ class MemoryService:
     def find_by_source(self, source_ids: Sequence[str], scope: Scope) -> dict[str, str]:
         return self._loop.run(self.aio.find_by_source(source_ids, scope))
 
-    def links(
-        self, note_id: str, scope: Scope, *, limit: int = LIMITS.links_page_max, offset: int = 0
-    ) -> builtins.list[Link]:
+    def links(self, note_id: str, scope: Scope, *, limit: int = LIMITS.links_page_max, offset: int = 0) -> list[Link]:
         return self._loop.run(self.aio.links(note_id, scope, limit=limit, offset=offset))
 
     def history(
         self, note_id: str, scope: Scope, *, limit: int = LIMITS.history_page_max, offset: int = 0
-    ) -> builtins.list[NoteVersion]:
+    ) -> list[NoteVersion]:
         return self._loop.run(self.aio.history(note_id, scope, limit=limit, offset=offset))
 
     def history_diff(
         self, note_id: str, scope: Scope, *, limit: int = LIMITS.history_page_max, offset: int = 0
-    ) -> builtins.list[VersionDiff]:
+    ) -> list[VersionDiff]:
         return self._loop.run(self.aio.history_diff(note_id, scope, limit=limit, offset=offset))
 
     def rollback(self, note_id: str, scope: Scope, version: int) -> RollbackResult:
@@ -308,10 +262,10 @@ class MemoryService:
             self.aio.undo_add(note_id, scope, delete_note=delete_note, keep_follows=keep_follows, dry_run=dry_run)
         )
 
-    def scopes(self, user_id: str | None = None) -> builtins.list[Scope]:
+    def scopes(self, user_id: str | None = None) -> list[Scope]:
         return self._loop.run(self.aio.scopes(user_id))
 
-    def export_notes(self, scope: Scope) -> builtins.list[dict[str, Any]]:
+    def export_notes(self, scope: Scope) -> list[dict[str, Any]]:
         return self._loop.run(self.aio.export_notes(scope))
 
     def health(self) -> dict[str, Any]:
@@ -330,7 +284,7 @@ class MemoryService:
         filters: SearchFilters | None = None,
         usage: Usage | None = None,
         query_embedding: Sequence[float] | None = None,
-    ) -> builtins.list[SearchHit]:
+    ) -> list[SearchHit]:
         return self._loop.run(
             self.aio.search(query, scope, k=k, mode=mode, filters=filters, usage=usage, query_embedding=query_embedding)
         )
@@ -362,3 +316,7 @@ class MemoryService:
         self, question: str, context: str, *, instructions: str | None = None, usage: Usage | None = None
     ) -> str:
         return self._loop.run(self.aio.answer(question, context, instructions=instructions, usage=usage))
+
+    # The public name is ``list``; the method is written as ``_list`` so that ``list`` in the class
+    # body stays the builtin (the annotations say ``list[Note]``, not ``builtins.list[Note]``).
+    list = _list

@@ -22,8 +22,10 @@ _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 _CAPITALISED = re.compile(r"\b([A-Z][a-zà-ÿ]+(?:-[A-Z][a-zà-ÿ]+)?)\b")
 
 # A compact English stop-word list (no corpus download at run time): function words, auxiliaries,
-# pronouns and the fillers small models put into contexts ("discusses", "mentions").
-STOP_WORDS = frozenset(
+# pronouns and the fillers small models put into contexts ("discusses", "mentions"). For the word
+# measures of the guards and the decision evaluation; full-text queries drop another list
+# (``store/fulltext.LUCENE_STOP_WORDS``).
+GUARD_STOP_WORDS = frozenset(
     [
         "a",
         "about",
@@ -236,7 +238,7 @@ STOP_WORDS = frozenset(
 )
 
 # Sentence-initial words that are capitalised without being names.
-_NOT_NAMES = frozenset(w.capitalize() for w in STOP_WORDS) | {
+_NOT_NAMES = frozenset(w.capitalize() for w in GUARD_STOP_WORDS) | {
     "Both",
     "First",
     "Second",
@@ -285,7 +287,7 @@ def stem(word: str) -> str:
 
 def content_words(text: str) -> set[str]:
     """Stems of the words that carry meaning: no stop words, 3+ letters, or a number."""
-    return {stem(t) for t in tokens(text) if t not in STOP_WORDS and (len(t) >= 3 or t.isdigit())}
+    return {stem(t) for t in tokens(text) if t not in GUARD_STOP_WORDS and (len(t) >= 3 or t.isdigit())}
 
 
 def supported_share(text: str, sources: Iterable[str]) -> float:

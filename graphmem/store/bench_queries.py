@@ -16,7 +16,12 @@ from graphmem.store.neo4j_store import Neo4jNoteStore
 
 
 class BenchQueries:
-    """Benchmark and evaluation queries over a ``Neo4jNoteStore``."""
+    """Benchmark and evaluation queries over graphmem's Neo4j note store (its runner, and its bulk
+    FOLLOWS write).
+
+    Takes ``object`` and checks it: the evaluation holds the service's store as the port
+    (``ports.NoteStore``), which says nothing of Neo4j, and apps may not import the adapter's modules.
+    """
 
     def __init__(self, store: object) -> None:
         if not isinstance(store, Neo4jNoteStore):

@@ -33,12 +33,14 @@ _PIECES = """
 s t m d ll ve re don didn doesn isn aren wasn weren hasn haven hadn won wouldn shan shouldn can couldn mustn
 cannot let will just now also
 """
-STOP_WORDS: frozenset[str] = frozenset((_SNOWBALL + _PIECES).split())
+# The words a full-text query leaves out before it reaches the index (see above); not the guards'
+# list (``service/wording.GUARD_STOP_WORDS``), which measures words of notes and reasons.
+LUCENE_STOP_WORDS: frozenset[str] = frozenset((_SNOWBALL + _PIECES).split())
 
 
 def query_terms(text: str, max_terms: int = 32) -> list[str]:
     """The words of ``text`` that reach the full-text index: stop words dropped, first ``max_terms``."""
-    return [w for w in _WORD.findall(text) if w.lower() not in STOP_WORDS][:max_terms]
+    return [w for w in _WORD.findall(text) if w.lower() not in LUCENE_STOP_WORDS][:max_terms]
 
 
 def lucene_of(words: Sequence[str]) -> str | None:

@@ -1,4 +1,4 @@
-"""Chat message histories in Neo4j, beside the notes (queries in ``cypher/history/``).
+"""Chat message histories in Neo4j, beside the notes (queries in ``cypher/chat/``).
 
 Graph shape: ``(:ChatSession {key, session_id, scope, next_seq})-[:HAS_MESSAGE]->(:ChatMessage {seq,
 type, data_json, scope})``. Messages are stored whole, as the JSON of LangChain's ``message_to_dict``
@@ -15,8 +15,8 @@ import re
 from collections.abc import Sequence
 
 from graphmem.models import ID_PATTERN, Scope, SessionInfo, StoredMessage, check_session_id, utcnow
-from graphmem.store.neo4j_store import Neo4jNoteStore
 from graphmem.store.records import session_from_record
+from graphmem.store.runner import Neo4jRunner
 
 _ALL = 1_000_000_000  # "no window": LIMIT needs a number
 _ID_RE = re.compile(ID_PATTERN)
@@ -32,11 +32,11 @@ def session_key(scope: Scope, session_id: str) -> str:
 
 
 class Neo4jHistoryStore:
-    """Implements ``ports.HistoryStore`` over the note store's driver (same connection pool, same
-    error mapping, same query resolver)."""
+    """Implements ``ports.HistoryStore`` over the query runner the note store is built on (same
+    connection pool, same error mapping, same query resolver)."""
 
-    def __init__(self, notes: Neo4jNoteStore) -> None:
-        self._notes = notes
+    def __init__(self, runner: Neo4jRunner) -> None:
+        self._runner = runner
         self._schema_ready = False
         self._schema_lock: asyncio.Lock | None = None
 
@@ -49,8 +49,8 @@ class Neo4jHistoryStore:
         async with self._schema_lock:
             if self._schema_ready:
                 return
-            for statement in self._notes.statements("history/schema"):
-                await self._notes.run_schema(statement)
+            for statement in self._runner.statements("chat/schema"):
+                await self._runner.run_schema(statement)
             self._schema_ready = True
 
     @staticmethod
@@ -64,8 +64,8 @@ class Neo4jHistoryStore:
         if not messages:
             return -1
         await self.ensure_schema()
-        rows = await self._notes.run_write(
-            "history/append",
+        rows = await self._runner.run_write(
+            "chat/append",
             key=key,
             session_id=session_id,
             **scope.params(),
@@ -79,16 +79,16 @@ class Neo4jHistoryStore:
         key = self._check(scope, session_id)
         await self.ensure_schema()
         limit = _ALL if last is None else min(max(0, last), _ALL)  # bounded: Neo4j's LIMIT is a 64-bit long
-        rows = await self._notes.run("history/messages", key=key, **scope.params(), limit=limit)
+        rows = await self._runner.run("chat/messages", key=key, **scope.params(), limit=limit)
         return [r["data_json"] for r in rows]
 
     async def clear(self, scope: Scope, session_id: str) -> int:
         key = self._check(scope, session_id)
         await self.ensure_schema()
-        rows = await self._notes.run_write("history/clear", key=key, **scope.params())
+        rows = await self._runner.run_write("chat/clear", key=key, **scope.params())
         return int(rows[0]["deleted"]) if rows else 0
 
     async def sessions(self, scope: Scope, *, limit: int = 100) -> list[SessionInfo]:
         await self.ensure_schema()
-        rows = await self._notes.run("history/sessions", **scope.params(), limit=min(max(0, limit), _ALL))
+        rows = await self._runner.run("chat/sessions", **scope.params(), limit=min(max(0, limit), _ALL))
         return [session_from_record(r) for r in rows]

@@ -18,8 +18,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from graphmem.models import ItemFilter, ItemRecord, ItemWrite, Scope, utcnow
-from graphmem.store.neo4j_store import Neo4jNoteStore
 from graphmem.store.records import native
+from graphmem.store.runner import Neo4jRunner
 
 _PARTS = ("user_id", "agent_id", "run_id")
 
@@ -54,10 +54,10 @@ def _conds(where: ItemFilter) -> list[dict[str, str]]:
 
 
 class Neo4jItemStore:
-    """Implements ``ports.ItemStore`` over the note store's driver (same pool, errors, resolver)."""
+    """Implements ``ports.ItemStore`` over the note store's query runner (same pool, errors, resolver)."""
 
-    def __init__(self, notes: Neo4jNoteStore) -> None:
-        self._notes = notes
+    def __init__(self, runner: Neo4jRunner) -> None:
+        self._runner = runner
 
     async def write_items(
         self, puts: Sequence[ItemWrite], deletes: Sequence[tuple[Scope, tuple[str, ...], str]]
@@ -81,7 +81,7 @@ class Neo4jItemStore:
         by_scope: dict[Scope, list[str]] = {}
         for scope, namespace, key in deletes:
             by_scope.setdefault(scope, []).append(item_uid(scope, namespace, key))
-        put_q, delete_q = self._notes.query("items/put"), self._notes.query("items/delete")
+        put_q, delete_q = self._runner.query("items/put"), self._runner.query("items/delete")
 
         async def work(tx: Any) -> None:
             for scope, uids in by_scope.items():
@@ -89,12 +89,12 @@ class Neo4jItemStore:
             if rows:
                 await (await tx.run(put_q.text, put_q.bind(items=rows, now=now))).consume()
 
-        await self._notes.in_write(work)
+        await self._runner.in_write(work)
 
     async def get_item(
         self, scope: Scope, namespace: tuple[str, ...], key: str, *, live_at: datetime | None
     ) -> ItemRecord | None:
-        rows = await self._notes.run(
+        rows = await self._runner.run(
             "items/get", uid=item_uid(scope, namespace, key), **scope.params(), live_at=live_at
         )
         return _record(scope, rows[0]["item"]) if rows else None
@@ -109,7 +109,7 @@ class Neo4jItemStore:
         limit: int,
         live_at: datetime | None,
     ) -> list[ItemRecord]:
-        rows = await self._notes.run(
+        rows = await self._runner.run(
             "items/list",
             **scope.params(),
             ns_key=ns_key(prefix),
@@ -131,7 +131,7 @@ class Neo4jItemStore:
         limit: int,
         live_at: datetime | None,
     ) -> list[ItemRecord]:
-        rows = await self._notes.run(
+        rows = await self._runner.run(
             "items/search",
             **scope.params(),
             ns_key=ns_key(prefix),
@@ -147,7 +147,7 @@ class Neo4jItemStore:
         if not keys:
             return 0
         uids = [item_uid(scope, ns, key) for ns, key in keys]
-        rows = await self._notes.run_write("items/refresh", uids=uids, **scope.params(), now=utcnow())
+        rows = await self._runner.run_write("items/refresh", uids=uids, **scope.params(), now=utcnow())
         return int(rows[0]["refreshed"]) if rows else 0
 
     async def item_namespaces(
@@ -166,7 +166,7 @@ class Neo4jItemStore:
             if label == "*":
                 break
             literal.append(label)
-        rows = await self._notes.run(
+        rows = await self._runner.run(
             "items/namespaces",
             **scope.params(),
             ns_key=ns_key(literal),
@@ -182,13 +182,13 @@ class Neo4jItemStore:
     async def item_scopes(
         self, *, parts: Mapping[str, str | None], prefix: tuple[str, ...], skip: int, limit: int
     ) -> list[Scope]:
-        rows = await self._notes.run(
+        rows = await self._runner.run(
             "items/scopes", **{p: parts.get(p) for p in _PARTS}, ns_key=ns_key(prefix), skip=skip, limit=limit
         )
         return [Scope(**r) for r in rows]
 
     async def sweep_items(self, now: datetime, *, batch: int) -> int:
-        rows = await self._notes.run_write("items/sweep", now=now, batch=batch)
+        rows = await self._runner.run_write("items/sweep", now=now, batch=batch)
         return int(rows[0]["deleted"]) if rows else 0
 
 

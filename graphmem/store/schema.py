@@ -9,7 +9,7 @@ from typing import Any
 from neo4j.exceptions import ClientError
 
 from graphmem.errors import SchemaMismatchError
-from graphmem.store.neo4j_store import Neo4jNoteStore
+from graphmem.store.runner import Neo4jRunner
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ def _check_dimensions(info: dict[str, Any] | None, dimensions: int) -> None:
 
 
 async def bootstrap_schema(
-    store: Neo4jNoteStore, dimensions: int, *, await_seconds: int = 300, migrate: bool = False
+    store: Neo4jRunner, dimensions: int, *, await_seconds: int = 300, migrate: bool = False
 ) -> None:
     """Create the constraint and indexes if missing and wait until they are ONLINE.
 
@@ -84,7 +84,7 @@ async def bootstrap_schema(
     await store.run_schema(store.query("schema/await"), seconds=await_seconds)
 
 
-async def _create_vector_index(store: Neo4jNoteStore, dimensions: int) -> None:
+async def _create_vector_index(store: Neo4jRunner, dimensions: int) -> None:
     statement = store.query("schema/vector_index_create")
     try:
         await store.run_schema(statement, dimensions=dimensions)
@@ -98,7 +98,7 @@ async def _create_vector_index(store: Neo4jNoteStore, dimensions: int) -> None:
         await store.run_schema(statement, dimensions=dimensions)
 
 
-async def migrate_vector_index(store: Neo4jNoteStore, dimensions: int, *, await_seconds: int = 3600) -> bool:
+async def migrate_vector_index(store: Neo4jRunner, dimensions: int, *, await_seconds: int = 3600) -> bool:
     """On a 2026 server: drop a vector index without the scope properties and create the line's one
     (notes and embeddings stay; the index is rebuilt from them), then wait until it is ONLINE.
     Returns whether it migrated (False: nothing to do)."""

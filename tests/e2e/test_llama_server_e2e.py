@@ -25,12 +25,14 @@ from langchain_core.messages import HumanMessage
 from graphmem.config import Settings, load_settings
 from graphmem.llm.calls import LLMCaller
 from graphmem.llm.clients import make_chat_model, structured_method
-from graphmem.llm.outputs import EvolutionDecision, NoteEnrichment
+from graphmem.llm.outputs import NoteEnrichment
 from graphmem.llm.progress import decode_steps
-from graphmem.llm.prompts import enrich_messages, evolve_messages
+from graphmem.llm.prompts import enrich_messages
 from graphmem.local.llama_build import LlamaBuild
 from graphmem.local.llm_server import GGUF_MODELS, LocalLLM
 from graphmem.models import Note, Scope, Usage
+from graphmem.service.linking import EvolutionDecision
+from graphmem.service.linking.prompts import evolve_messages
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="session")]
 

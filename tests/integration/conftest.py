@@ -23,7 +23,8 @@ def embedder(settings: Settings) -> Embeddings:
 @pytest_asyncio.fixture(loop_scope="session")
 async def make_service(settings: Settings, embedder: Embeddings, scope: Any) -> AsyncIterator[Callable[..., Any]]:
     """Factory: `await make_service(responder=..., **setting_overrides)` -> (service, chat model);
-    `chat_model=` (a model or an LLMCaller) replaces the scripted model.
+    `chat_model=` (a model or an LLMCaller) replaces the scripted model; `link_decider=`,
+    `link_model=`, `enrich_model=`, `answer_model=` go to ``create`` as they are.
 
     Depends on `scope` so that services close (and their background writes finish) before the
     scope's cleanup runs: the other order can block the cleanup on a lock held by a paused task.
@@ -34,8 +35,13 @@ async def make_service(settings: Settings, embedder: Embeddings, scope: Any) -> 
         responder: Responder | None = None, chat_model: Any = None, **overrides: Any
     ) -> tuple[AsyncMemoryService, ScriptedChatModel]:
         model = ScriptedChatModel(responder or amem_responder())
+        wiring = {
+            k: overrides.pop(k)
+            for k in ("link_decider", "link_model", "enrich_model", "answer_model")
+            if k in overrides
+        }
         svc = await AsyncMemoryService.create(
-            settings.model_copy(update=overrides), chat_model=chat_model or model, embedder=embedder
+            settings.model_copy(update=overrides), chat_model=chat_model or model, embedder=embedder, **wiring
         )
         made.append(svc)
         return svc, model

@@ -445,14 +445,14 @@ async def test_an_add_is_three_separately_callable_steps(make_service: Any, scop
     """construct_note and decide_links store nothing; write_note stores what they decided."""
     svc, _ = await make_service()
     first = await svc.add("Ana takes violin lessons on Tuesdays.", scope)
-    built = await svc.construct_note("Ana's violin teacher praised her bowing.", scope, event_time="2024-03-03")
+    built = await svc.steps.construct_note("Ana's violin teacher praised her bowing.", scope, event_time="2024-03-03")
     assert built.note.enrichment == EnrichmentStatus.DONE and built.note.keywords and len(built.embedding) == 384
     assert built.usage.llm_calls == 1 and await svc.count(scope) == 1
-    plan = await svc.decide_links(built)
+    plan = await svc.steps.decide_links(built)
     assert [(x.target_id, x.type) for x in plan.links] == [(first.note.id, LinkType.SUPPORTS)]
     assert [u.before.id for u in plan.updates] == [first.note.id] and await svc.count(scope) == 1
     assert (await svc.get(first.note.id, scope)).version == 1
-    result = await svc.write_note(built, plan, follows=first.note.id)
+    result = await svc.steps.write_note(built, plan, follows=first.note.id)
     assert result.created and await svc.count(scope) == 2
     assert {(x.target_id, x.type) for x in result.links} == {
         (first.note.id, LinkType.SUPPORTS),
@@ -460,7 +460,7 @@ async def test_an_add_is_three_separately_callable_steps(make_service: Any, scop
     }
     assert [c.note_id for c in result.evolved] == [first.note.id]
     assert (await svc.get(first.note.id, scope)).version == 2
-    again = await svc.write_note(built, plan)  # idempotent by id: nothing written twice
+    again = await svc.steps.write_note(built, plan)  # idempotent by id: nothing written twice
     assert not again.created and len(await svc.links(first.note.id, scope)) == 2
 
 

@@ -5,14 +5,11 @@ parallel. Timing is forced with gates (asyncio barriers) in the model, never mea
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import numpy as np
 import pytest
-from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatResult
 
 from graphmem.errors import InvalidInputError, StaleWriteError
 from graphmem.evaluation.ingest_bench import order_violations
@@ -28,11 +25,20 @@ from graphmem.models import (
     NoteInput,
     Scope,
 )
-from tests.fakes import Responder, ScriptedChatModel, amem_responder, shown_ids, step_of, tool_reply
+from tests.fakes import (
+    EVOLVED_CONTEXT,
+    Gate,
+    GatedModel,
+    Responder,
+    amem_responder,
+    barrier_gate,
+    content_of,
+    evolving_responder,
+    shown_ids,
+    step_of,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
-
-Gate = Callable[[list[BaseMessage]], Awaitable[None]]
 
 PETS = [
     "Maya adopted a grey kitten called Pixel from the shelter.",
@@ -42,42 +48,6 @@ PETS = [
     "Maya's kitten Pixel chased a moth around the kitchen all night.",
     "Pixel the kitten learned to open the cupboard with the cat food.",
 ]
-
-
-class GatedModel(ScriptedChatModel):
-    """The scripted model, async: each call first awaits ``gate(messages)`` on the event loop (no
-    worker threads, so gates can hold many calls at once)."""
-
-    gate: Any = None
-
-    async def _agenerate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        if self.gate is not None:
-            await self.gate(messages)
-        return self._generate(messages, stop, None, **kwargs)
-
-
-def barrier_gate(step: str, parties: int, timeout: float = 30.0) -> Gate:
-    """Hold every call of ``step`` until ``parties`` of them wait together: they are then all in
-    flight at once (a scheduler that serialised them would time out here)."""
-    barrier = asyncio.Barrier(parties)
-
-    async def gate(messages: list[BaseMessage]) -> None:
-        if step_of(messages) == step:
-            await asyncio.wait_for(barrier.wait(), timeout)
-
-    return gate
-
-
-def content_of(messages: list[BaseMessage]) -> str:
-    """The NEW note of an evolve prompt (the text between its first <note> tags)."""
-    text = str(messages[-1].content)
-    return text.split("<note>", 1)[1].split("</note>", 1)[0]
 
 
 async def gated_service(make_service: Any, responder: Responder, gate: Gate | None, **overrides: Any) -> Any:
@@ -127,36 +97,6 @@ async def test_candidates_are_the_nearest_earlier_notes(make_service: Any, scope
     # (beyond the vector index's quantization noise)
     assert order_violations(report, ids, vectors, 2) == (0, 0, [])
     assert all(len(x.candidates) == min(i, 2) for i, x in enumerate(report.items))
-
-
-EVOLVED_CONTEXT = {"A": "Maya's grey kitten Pixel is very playful.", "B": "Maya's playful kitten Pixel is grey."}
-
-
-def evolving_responder(neighbour_id: str) -> Responder:
-    """Notes starting with 'A:' or 'B:' evolve the neighbour: each a new context (one the guards let
-    through: about the neighbour, in its words) and one more tag."""
-    base = amem_responder(evolve=False)
-
-    def respond(messages: list[BaseMessage]) -> AIMessage:
-        if step_of(messages) != "evolve":
-            return base(messages)
-        who = content_of(messages)[:1]
-        return tool_reply(
-            "EvolutionDecision",
-            {
-                "links": [{"target_id": neighbour_id, "type": "ELABORATES", "reason": "same cat", "strength": 0.7}],
-                "neighbour_updates": [
-                    {
-                        "note_id": neighbour_id,
-                        "context": EVOLVED_CONTEXT[who],
-                        "tags": ["conversation", "personal", f"tag-{who.lower()}"],
-                        "keywords": None,
-                    }
-                ],
-            },
-        )
-
-    return respond
 
 
 async def test_two_in_flight_notes_evolving_one_neighbour_apply_in_order_and_keep_both_versions(
@@ -387,7 +327,7 @@ async def test_a_group_write_is_one_ordered_all_or_nothing_statement(
     earlier one of the same call, each evolution keeping a version); a stale plan writes nothing."""
     svc, _ = await make_service()
     built = [
-        await svc.construct_note(c, scope, note_id=f"{scope.user_id}-g{i}", enrich=False)
+        await svc.steps.construct_note(c, scope, note_id=f"{scope.user_id}-g{i}", enrich=False)
         for i, c in enumerate(PETS[:3])
     ]
     first = built[0].note
@@ -401,7 +341,7 @@ async def test_a_group_write_is_one_ordered_all_or_nothing_statement(
         )
 
     second_view = first.model_copy(update={"context": "Pixel, second.", "tags": [*first.tags, "second"], "version": 2})
-    results = await svc.write_notes(
+    results = await svc.steps.write_notes(
         [
             (built[0], EvolutionPlan(), None, None),
             (built[1], evolve_first(first, "second"), first.id, None),
@@ -420,9 +360,13 @@ async def test_a_group_write_is_one_ordered_all_or_nothing_statement(
     ]
 
     # Planned on version 1, which is gone: the whole statement is rolled back.
-    late = [await svc.construct_note(PETS[k], scope, note_id=f"{scope.user_id}-g{k}", enrich=False) for k in (3, 4)]
+    late = [
+        await svc.steps.construct_note(PETS[k], scope, note_id=f"{scope.user_id}-g{k}", enrich=False) for k in (3, 4)
+    ]
     with pytest.raises(StaleWriteError):
-        await svc.write_notes([(late[0], EvolutionPlan(), None, None), (late[1], evolve_first(first, "x"), None, None)])
+        await svc.steps.write_notes(
+            [(late[0], EvolutionPlan(), None, None), (late[1], evolve_first(first, "x"), None, None)]
+        )
     assert graph.q("MATCH (n:Note {id: $id}) RETURN n", id=late[0].note.id) == []
     assert graph.q("MATCH (n:Note {id: $id}) RETURN n.version AS v", id=first.id)[0]["v"] == 3
 

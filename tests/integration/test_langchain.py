@@ -173,7 +173,7 @@ async def test_history_session_ids_of_any_shape(scope: Scope, make_service: Any,
             f"message {i}"
         ]
     assert await GraphmemChatMessageHistory(svc, scope, "zz").aget_messages() == []  # not an alias of "zz\n"
-    stored = {s.session_id for s in await svc.histories.sessions(scope, limit=20)}
+    stored = {s.session_id for s in await svc.chats.sessions(scope, limit=20)}
     assert stored == set(ids)  # stored as given
     bad = GraphmemChatMessageHistory(svc, scope, "s1", remember=True)
     with pytest.raises(InvalidInputError, match="Unicode"):

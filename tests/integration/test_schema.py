@@ -111,7 +111,7 @@ async def test_vector_index_orders_hand_made_vectors(settings: Settings, scope: 
 async def test_every_query_file_compiles(settings: Settings, graph: Any) -> None:
     """Every name as the store resolves it for the session server's line (the 2026 files on 2026)."""
     names = queries.all_names()
-    assert "notes/create" in names and "search/vector" in names
+    assert "notes/add_group" in names and "search/vector" in names
     store = Neo4jNoteStore.from_settings(settings)
     try:
         line = (await store.verify())["line"]

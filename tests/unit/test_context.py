@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphmem.models import Note, Scope
-from graphmem.service.context import build_context, render
+from graphmem.service.answer_context import build_context, render
 from graphmem.tokens import count_tokens
 
 SCOPE = Scope(user_id="u")

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from graphmem.llm.outputs import EvolutionDecision, ProposedLink, ProposedUpdate
 from graphmem.models import FOLLOWS_REASON, EvolutionPlan, Link, LinkType, Note, Scope
-from graphmem.service.evolve import (
+from graphmem.service.linking import (
+    EvolutionDecision,
+    ProposedLink,
+    ProposedUpdate,
     evolved_notes,
     loose_id,
     neighbour_changes,

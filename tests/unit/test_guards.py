@@ -8,10 +8,9 @@ import math
 from langchain_core.messages import AIMessage
 
 from graphmem.llm.calls import yes_probability
-from graphmem.llm.outputs import EvolutionDecision
 from graphmem.models import LinkType, Note, Scope
-from graphmem.service import guards
-from graphmem.service.evolve import plan_evolution
+from graphmem.service.construct import instruction_echoes
+from graphmem.service.linking import EvolutionDecision, guards, plan_evolution
 
 S = Scope(user_id="u")
 GARDEN = Note(
@@ -132,6 +131,6 @@ def test_keywords_that_only_echo_the_instructions_are_found() -> None:
     note = "Priya: I sold eight mugs at the Riverside market."
     items = ["atomic memory", "mugs", "Riverside market", "memory notes", "key concepts of pottery"]
     # an item counts only when all its words come from the instructions and none from the note
-    assert guards.instruction_echoes(items, note, instructions) == ["atomic memory", "memory notes"]
+    assert instruction_echoes(items, note, instructions) == ["atomic memory", "memory notes"]
     # a note that itself talks about memory keeps the word
-    assert guards.instruction_echoes(["memory"], "Tom: my memory of Lisbon is vague.", instructions) == []
+    assert instruction_echoes(["memory"], "Tom: my memory of Lisbon is vague.", instructions) == []

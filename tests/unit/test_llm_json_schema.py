@@ -12,8 +12,9 @@ from langchain_core.messages import HumanMessage
 from langchain_openai import ChatOpenAI
 
 from graphmem.llm.calls import LLMCaller
-from graphmem.llm.outputs import EvolutionDecision, NoteEnrichment
+from graphmem.llm.outputs import NoteEnrichment
 from graphmem.models import Usage
+from graphmem.service.linking import EvolutionDecision
 from tests.fakes import OpenAIStub, completion
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphmem.models import LinkedNote, LinkedVia, LinkType, Note, Scope, SearchHit, TextMatch
-from graphmem.service.context import build_context
+from graphmem.service.answer_context import build_context
 from graphmem.service.retrieve import fuse, rank_with_links
 from graphmem.store.fulltext import lucene_query, query_terms
 

@@ -8,6 +8,7 @@ import inspect
 
 import pytest
 
+from graphmem.service.add_steps import AddSteps
 from graphmem.service.memory import AsyncMemoryService
 from graphmem.service.sync import MemoryService
 
@@ -34,11 +35,16 @@ def test_the_service_has_the_expected_public_api() -> None:
         "search",
         "ask",
         "flush",
-        "construct_note",
-        "neighbours",
-        "decide_links",
-        "write_note",
     } <= set(public_coroutines())
+
+
+def test_the_add_steps_are_not_facade_methods() -> None:
+    """The add's steps live on their own object (``svc.steps``, ``service/add_steps.py``), used by
+    add, update, repair and ingest; neither facade mirrors them."""
+    steps = {"construct_note", "neighbours", "decide_links", "embed_updates", "write_note", "write_notes"}
+    assert not steps & {n for n, _ in inspect.getmembers(AsyncMemoryService)}
+    assert not steps & {n for n, _ in inspect.getmembers(MemoryService)}
+    assert steps <= {n for n, _ in inspect.getmembers(AddSteps)}
 
 
 @pytest.mark.parametrize("name", sorted(public_coroutines()))

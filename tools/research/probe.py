@@ -153,7 +153,7 @@ def timed(driver: Driver, name: str, **params: Any) -> tuple[float, list[dict[st
 
 
 def grow_post_filter(driver: Driver, emb: list[float], k: int, scope: dict[str, str]) -> tuple[float, list[str], int]:
-    """graphmem's 5.26 search: fetch k*4, grow x4 while short, exact scan past 4,096 (store/neo4j_store.py)."""
+    """graphmem's 5.26 search: fetch k*4, grow x4 while short, exact scan past 4,096 (store/note_search.py)."""
     total, fetch_k = 0.0, k * 4
     while fetch_k <= 4096:
         ms, rows = timed(driver, "query_nodes_post_filter", embedding=emb, fetch_k=fetch_k, k=k, **scope)

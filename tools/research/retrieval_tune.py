@@ -27,7 +27,7 @@ import numpy as np
 from graphmem.evaluation.locomo import load_locomo
 from graphmem.evaluation.retrieval import scope_for
 from graphmem.models import LinkedNote, LinkedVia, LinkType, Note, SearchHit, TextMatch
-from graphmem.service.context import build_context
+from graphmem.service.answer_context import build_context
 from graphmem.service.retrieve import fuse, rank_with_links
 
 _LUCENE_SPECIAL = re.compile(r'([+\-&|!(){}\[\]^"~*?:\\/])')
@@ -47,9 +47,9 @@ QUESTION_WORDS = frozenset(
 
 def rewrites() -> dict[str, Callable[[str], str | None]]:
     """The query rewrites the cache holds full-text rows for (names are the cache's keys)."""
-    from graphmem.store.fulltext import STOP_WORDS, lucene_query
+    from graphmem.store.fulltext import LUCENE_STOP_WORDS, lucene_query
 
-    with_question = STOP_WORDS | QUESTION_WORDS
+    with_question = LUCENE_STOP_WORDS | QUESTION_WORDS
 
     def plain(q: str) -> str | None:
         return lucene_of(_WORD.findall(q))

@@ -14,7 +14,7 @@ from graphmem.config import Settings, load_settings
 from graphmem.interfaces.rest.auth import KeyRing
 from graphmem.interfaces.rest.body_limit import BodyLimit
 from graphmem.interfaces.rest.errors import install_error_handlers
-from graphmem.interfaces.rest.memory import ReleaseMemory
+from graphmem.interfaces.rest.malloc import ReleaseMemory
 from graphmem.interfaces.rest.routers import meta, notes, retrieval, versions
 from graphmem.local import ChatModelStart, chat_model, start_chat_model
 from graphmem.service.memory import AsyncMemoryService

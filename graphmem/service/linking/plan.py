@@ -1,31 +1,17 @@
-"""A-MEM's link generation and memory evolution: the LLM proposes, these functions decide.
+"""What the service accepts from a link decision: the LLM proposes, these functions decide.
 
-Two ways to ask the model (``Settings.link_decision``):
-
-- ``joint`` (A-MEM's own): one call shows the new note with its nearest neighbours and asks for
-  typed links and neighbour updates (``propose``), planned by ``plan_evolution``;
-- ``pairwise`` (for small local models, which measured far better this way; see docs/evaluation.md):
-  one yes/no question per nearest candidate whose answer probability decides the link, a short
-  phrase naming the connection, and one context rewrite per linked neighbour (``decide_pairwise``).
-
-Either way the proposals pass the same deterministic guards (``service/guards.py``): only ids the
+``plan_evolution`` turns the joint decision's proposals into an ``EvolutionPlan``: only ids the
 model was shown, only types of the closed set, reasons that name the connection, CONTRADICTS only
-with the two conflicting statements found in their notes, keywords and tags that only grow, and
-evolved contexts that stay about their own note (``screen_evolutions``). Every refusal is reported
-in the plan's ``rejected``.
+with the two conflicting statements found in their notes, keywords and tags that only grow
+(``guards.py``). ``screen_evolutions`` refuses evolved contexts that drift from their note, for
+every decider. Every refusal is reported in the plan's ``rejected``. The rest shapes a plan for the
+write: the link to the previous turn, the evolved neighbours, what an add reports of them.
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
-import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
-from graphmem.errors import LLMError
-from graphmem.llm.calls import LLMCaller
-from graphmem.llm.outputs import EvolutionDecision, clean_text
-from graphmem.llm.prompts import evolve_messages, evolve_one_messages, link_reason_messages, related_messages
 from graphmem.models import (
     FOLLOWS_REASON,
     EvolutionPlan,
@@ -34,13 +20,12 @@ from graphmem.models import (
     NeighbourChange,
     NeighbourEvolution,
     Note,
-    Usage,
 )
-from graphmem.service import guards
+from graphmem.service.linking import guards
+from graphmem.service.linking.prompts import EvolutionDecision
+from graphmem.service.text import cosine
 
 Embed = Callable[[Sequence[str]], Awaitable[list[list[float]]]]
-
-log = logging.getLogger(__name__)
 
 MAX_REASON_CHARS = 300
 MAX_CONTEXT_CHARS = 500
@@ -55,21 +40,6 @@ def loose_id(text: str) -> str:
 
 def norm(text: str) -> str:
     return " ".join(text.lower().split())
-
-
-async def propose(
-    llm: LLMCaller, note: Note, neighbours: Sequence[Note], usage: Usage
-) -> tuple[EvolutionDecision | None, list[str]]:
-    """Ask the LLM for links and neighbour updates. Returns (decision, rejections); the decision is
-    None when the call failed or its output stayed unusable (the rejections say which)."""
-    try:
-        decision, rejected = await llm.structured(EvolutionDecision, evolve_messages(note, neighbours), usage)
-    except LLMError as exc:
-        log.warning("link/evolution step failed, note stored without links: %s", exc)
-        return None, [f"evolution skipped: {exc}"]
-    if decision is None:
-        return None, ["evolution output unusable after repair"]
-    return decision, list(rejected)
 
 
 def plan_evolution(
@@ -149,72 +119,6 @@ def plan_evolution(
     return plan
 
 
-async def decide_pairwise(
-    llm: LLMCaller,
-    note: Note,
-    neighbours: Sequence[Note],
-    usage: Usage,
-    *,
-    candidates: int,
-    threshold: float,
-    links: bool = True,
-    evolution: bool = True,
-) -> EvolutionPlan:
-    """The pairwise decision: the ``candidates`` nearest neighbours are each judged by one yes/no
-    question; a neighbour is linked when P(yes) >= ``threshold`` (the probability is the link's
-    strength). Linked pairs get a short reason (guarded; the words both notes share when refused)
-    and, with evolution on, a proposed new context for the neighbour (screened later)."""
-    plan = EvolutionPlan()
-    judged = list(neighbours[:candidates])
-    if not judged or not (links or evolution):
-        return plan
-    try:
-        probs = await asyncio.gather(*(llm.yes_probability(related_messages(n, note), usage) for n in judged))
-    except LLMError as exc:
-        log.warning("link decision failed, note stored without links: %s", exc)
-        return EvolutionPlan(rejected=[f"link decision skipped: {exc}"])
-    linked = [(n, p) for n, p in zip(judged, probs, strict=True) if p >= threshold and math.isfinite(p)]
-    if not linked:
-        return plan
-    reasons: list[str | None] = [None] * len(linked)
-    contexts: list[str | None] = [None] * len(linked)
-    try:
-        asked = await asyncio.gather(
-            *(_reason(llm, n, note, usage) for n, _ in linked if links),
-            *(_context(llm, n, note, usage) for n, _ in linked if evolution),
-        )
-    except LLMError as exc:
-        log.warning("link reasons or evolution failed, links kept with plain reasons: %s", exc)
-        plan.rejected.append(f"link reasons and evolution skipped: {exc}")
-    else:
-        if links:
-            reasons, asked = list(asked[: len(linked)]), asked[len(linked) :]
-        if evolution:
-            contexts = list(asked)
-    for (n, p), reason, context in zip(linked, reasons, contexts, strict=True):
-        if links:
-            refusal = guards.reason_refusal(reason, note, n) if reason else "no reason given"
-            if refusal is not None:
-                plan.rejected.append(f"reason for the link to {n.id[:40]!r}: {refusal}; the shared words are used")
-                reason = guards.shared_words_reason(note, n)
-            plan.links.append(
-                Link(source_id=note.id, target_id=n.id, type=LinkType.RELATED_TO, reason=reason, strength=round(p, 3))
-            )
-        if evolution and context and norm(context) != norm(n.context):
-            plan.updates.append(NeighbourEvolution(before=n, context=context, tags=n.tags, keywords=n.keywords))
-    return plan
-
-
-async def _reason(llm: LLMCaller, earlier: Note, later: Note, usage: Usage) -> str:
-    text = await llm.text(link_reason_messages(earlier, later), usage, max_tokens=24)
-    return clean_text(text).strip("\"'.")[:MAX_REASON_CHARS]
-
-
-async def _context(llm: LLMCaller, earlier: Note, later: Note, usage: Usage) -> str:
-    text = await llm.text(evolve_one_messages(earlier, later), usage, max_tokens=80)
-    return clean_text(text).strip("\"'")[:MAX_CONTEXT_CHARS]
-
-
 async def screen_evolutions(plan: EvolutionPlan, note: Note, neighbours: Sequence[Note], embed: Embed) -> EvolutionPlan:
     """Refuse evolved contexts that drift from their note (``guards.evolution_refusal``); a refused
     update keeps the neighbour's context and only grows its keywords and tags (if it did at all)."""
@@ -227,9 +131,9 @@ async def screen_evolutions(plan: EvolutionPlan, note: Note, neighbours: Sequenc
     kept: list[NeighbourEvolution] = [u for u in plan.updates if u.context == u.before.context]
     for u, vec in zip(changed, vectors[len(texts) :], strict=True):
         others = [n for n in neighbours if n.id != u.before.id]
-        sim_others = [_cos(vec, vectors[0]), *(_cos(vec, own_text[n.id]) for n in others)]
+        sim_others = [cosine(vec, vectors[0]), *(cosine(vec, own_text[n.id]) for n in others)]
         refusal = guards.evolution_refusal(
-            u.context, u.before, note, others, _cos(vec, own_text[u.before.id]), sim_others
+            u.context, u.before, note, others, cosine(vec, own_text[u.before.id]), sim_others
         )
         if refusal is None:
             kept.append(u)
@@ -238,13 +142,6 @@ async def screen_evolutions(plan: EvolutionPlan, note: Note, neighbours: Sequenc
         if (u.tags, u.keywords) != (u.before.tags, u.before.keywords):
             kept.append(NeighbourEvolution(before=u.before, context=u.before.context, tags=u.tags, keywords=u.keywords))
     return EvolutionPlan(links=plan.links, updates=kept, rejected=plan.rejected, candidates=plan.candidates)
-
-
-def _cos(a: Sequence[float], b: Sequence[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b, strict=True))
-    na = math.sqrt(sum(x * x for x in a))
-    nb = math.sqrt(sum(y * y for y in b))
-    return dot / (na * nb) if na and nb else 0.0
 
 
 def follows_link(source_id: str, target_id: str) -> Link:

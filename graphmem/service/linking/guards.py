@@ -10,9 +10,9 @@ configured, and the decision-quality evaluation counts the same things with the 
 - an evolved context must stay about its own note (drift): closer to its own note's text than to
   any other note shown, no names the note and its cause never mention, mostly its own words, and no
   paste of another note;
-- keywords and tags only grow: a model cannot silently remove what a note was filed under;
-- keywords and tags may not echo the instructions: a word the prompt uses and the note does not
-  ("atomic memory") files the note under the prompt, not under what it says.
+- keywords and tags only grow: a model cannot silently remove what a note was filed under.
+
+(The enrichment's guard, keywords that echo the instructions, is beside enrichment: ``construct.py``.)
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from graphmem.models import Note
 from graphmem.service.wording import (
-    STOP_WORDS,
+    GUARD_STOP_WORDS,
     content_words,
     copies,
     proper_names,
@@ -60,7 +60,7 @@ def shared_words_reason(source: Note, target: Note, limit: int = 4) -> str:
     seen: dict[str, str] = {}  # stem -> the first surface form
     for word in words(source.content):
         low = word.lower()
-        if low in STOP_WORDS or not (len(low) >= 3 or low.isdigit()):
+        if low in GUARD_STOP_WORDS or not (len(low) >= 3 or low.isdigit()):
             continue
         key = stem(low)
         if key in shared and key not in seen:
@@ -117,17 +117,3 @@ def grown(old: Sequence[str], proposed: Sequence[str] | None) -> list[str]:
             out.append(w)
             lowered.add(w.lower())
     return out
-
-
-def instruction_echoes(items: Sequence[str], note_text: str, instructions: str) -> list[str]:
-    """The keywords or tags that only repeat the instructions: each of their content words is one the
-    instructions use, and none is in the note. (The 1.5B model put "atomic memory", from "You build
-    atomic memory notes", among the keywords of 2 of the demo's 12 notes.)"""
-    said = content_words(instructions)
-    own = content_words(note_text)
-    echoed = []
-    for item in items:
-        item_words = content_words(item)
-        if item_words and item_words <= said and not item_words & own:
-            echoed.append(item)
-    return echoed
