@@ -93,7 +93,7 @@ def _fault(kind: str) -> Callable[[dict[str, Any]], Reply]:
         if kind == "wrong schema":
             return Reply(body=completion(name, {"kw": 3, "context": ["not", "a", "string"]}))
         if kind == "unencodable text":  # a JSON "\ud800" escape decodes to a lone surrogate; plus controls
-            args = {"keywords": ["bad\ud800", "nul\x00"], "context": "ctx \udfff\x07", "tags": ["t\x1b"]}
+            args = {"keywords": ["shipment\ud800", "delayed\x00"], "context": "ctx \udfff\x07", "tags": ["t\x1b"]}
             if name == "EvolutionDecision":
                 args = {"links": [], "neighbour_updates": [{"note_id": "x", "context": "\ud800"}]}
             if _tool_name(body) is None:
@@ -198,7 +198,7 @@ async def test_http_faults_store_every_note_and_repair_later(make_service: Any, 
             assert all(r.created for r in stuck), kind
             if kind == "unencodable text":  # usable once cleaned: stored enriched, without the bad characters
                 assert all(
-                    r.note.enrichment == EnrichmentStatus.DONE and r.note.keywords == ["bad", "nul"] for r in stuck
+                    r.note.enrichment == EnrichmentStatus.DONE and r.note.keywords == ["shipment", "delayed"] for r in stuck
                 )
             else:
                 assert all(r.note.enrichment == EnrichmentStatus.PENDING for r in stuck), kind
