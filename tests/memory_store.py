@@ -6,8 +6,8 @@ It keeps the rules the Neo4j store keeps and the service relies on, checked agai
 confined to its scope (links and evolutions reach only notes of the note's scope), every evolution
 and revision keeping the values it replaced as a version, a group write applied in order and all or
 nothing (``StaleWriteError`` when a neighbour moved past ``expected_version``), vector search by
-cosine inside the scope. What the add path does not use (full-text and one-hop search, link
-expansion, export, rollback and undo) raises ``NotImplementedError``.
+cosine inside the scope. Full-text search is shared content words (a stand-in for BM25); what the add path does not use
+(one-hop search, link expansion, export, rollback and undo) raises ``NotImplementedError``.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from graphmem.models import (
     utcnow,
 )
 from graphmem.service.text import cosine
+from graphmem.service.wording import content_words
 
 Key = tuple[Scope, str]  # (scope, note id): ids are unique per scope
 LinkKey = tuple[Scope, str, str, LinkType]  # (scope, source, target, type): one link per triple
@@ -99,7 +100,9 @@ class MemoryNoteStore:
 
     def _evolve(self, n: Note, u: NeighbourUpdate, now: datetime, *, caused_by: str) -> int:
         self._keep_version(n, now, caused_by)
-        n.context, n.tags, n.keywords, n.embedding = u.context, list(u.tags), list(u.keywords), list(u.embedding)
+        n.context, n.tags, n.keywords = u.context, list(u.tags), list(u.keywords)
+        if u.embedding is not None:  # None: the neighbour keeps its search vector
+            n.embedding = list(u.embedding)
         n.version += 1
         n.updated_at = now
         return n.version
@@ -311,7 +314,15 @@ class MemoryNoteStore:
         embedding: Sequence[float] | None = None,
         common_share: float | None = None,
     ) -> list[TextMatch]:
-        raise NotImplementedError("full-text search: not needed by the add path")
+        """Notes that share the query's content words, most shared first (a stand-in for BM25); with
+        ``common_share``, words in more than that share of the scope's notes are left out."""
+        mine = [n for (sc, _), n in self.notes.items() if sc == scope]
+        words = content_words(text)
+        if common_share is not None and mine:
+            words = {w for w in words if sum(w in content_words(n.content) for n in mine) <= common_share * len(mine)}
+        scored = [(len(words & content_words(n.content)), n) for n in mine]
+        ranked = sorted(((c, n) for c, n in scored if c > 0), key=lambda x: (-x[0], x[1].id))
+        return [TextMatch(note=self._out(n), score=float(c)) for c, n in ranked[:k]]
 
     async def expand_links(
         self, ids: Sequence[str], scope: Scope, per_hit: int, exclude_ids: Sequence[str]

@@ -11,8 +11,8 @@
 // - creates its typed links.
 // Neighbours and link targets are matched in the note's own scope only.
 // Params: $writes: list of {note (map of note properties, see store/records.note_params), embedding,
-//         updates: list of {id, uid, context, tags, keywords, embedding, expected_version (null: no
-//         check)}, links: list of {target_id, type, reason, strength, created_at?, caused_by?}}, $now.
+//         updates: list of {id, uid, context, tags, keywords, embedding (null: keep the vector),
+//         expected_version (null: no check)}, links: list of {target_id, type, reason, strength, created_at?, caused_by?}}, $now.
 // Returns: one row per write: i, created, versions (list of {id, version, ok}: ok is false when the
 //          neighbour was not at expected_version; a neighbour not found returns no entry), links
 //          (list of {target_id, type}). The caller rolls back on a conflict.
@@ -51,7 +51,11 @@ CALL (n, created, w) {
       m.version = m.version + 1, m.updated_at = $now
   REMOVE m._lock
   WITH u, m, ok
-  CALL db.create.setNodeVectorProperty(m, 'embedding', u.embedding)
+  CALL (u, m) {
+    // a null embedding: the neighbour keeps its search vector (evolution_reembed off)
+    WITH u, m WHERE u.embedding IS NOT NULL
+    CALL db.create.setNodeVectorProperty(m, 'embedding', u.embedding)
+  }
   RETURN collect({id: m.id, version: m.version, ok: ok}) AS versions
 }
 CALL (n, created, w) {

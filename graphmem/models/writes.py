@@ -47,13 +47,14 @@ class EvolutionPlan:
 
 @dataclass
 class NeighbourUpdate:
-    """A validated evolution of one neighbour, ready to write (embedding already computed)."""
+    """A validated evolution of one neighbour, ready to write: its new vector, or None when it keeps its
+    search vector (the default: evolution changes what a note is read as, not where search finds it)."""
 
     note_id: str
     context: str
     tags: list[str]
     keywords: list[str]
-    embedding: list[float]
+    embedding: list[float] | None
     expected_version: int | None = None  # the neighbour's version the update was planned on (None: unchecked)
 
 

@@ -37,8 +37,10 @@ from graphmem.models import (
 )
 from graphmem.ports import NoteStore
 from graphmem.service import construct
+from graphmem.service.grounding import speaker_of
 from graphmem.service.linking import LinkDecider, LLMSource
 from graphmem.service.linking.plan import evolved_notes, neighbour_changes, screen_evolutions, with_follows
+from graphmem.service.retrieve import COMMON_SHARE
 from graphmem.service.text import cosine, embed_text
 
 # One note's write for ``write_notes``: the constructed note, its plan, its FOLLOWS target (or None),
@@ -123,7 +125,9 @@ class AddSteps:
     async def enrich(self, note: Note, usage: Usage, rejected: list[str] | None = None) -> bool:
         """The LLM's keywords, context and tags applied to ``note`` (PENDING when the LLM failed);
         whether they were applied."""
-        enrichment = await construct.enrich(await self.enrich_llm(), note.content, usage, rejected)
+        enrichment = await construct.enrich(
+            await self.enrich_llm(), note.content, usage, rejected, grounded=self.settings.ground_enrichment
+        )
         return construct.apply_enrichment(note, enrichment)
 
     async def construct(self, note: Note, enrich: bool) -> ConstructedNote:
@@ -179,14 +183,35 @@ class AddSteps:
             built.embedding, note.scope, s.neighbour_k, exclude_ids=sorted(skip), over_fetch=s.over_fetch_ratio
         )
         built.usage.store_seconds += time.perf_counter() - t0
-        if not in_flight:
-            return [n for n, _ in found]
-        scored = {n.id: (score, n) for n, score in found}
-        for other in in_flight:
-            if other.note.id not in scored and other.note.id not in skip and other.note.scope == note.scope:
-                scored[other.note.id] = (cosine(built.embedding, other.embedding), other.note)
-        ranked = sorted(scored.values(), key=lambda x: (-x[0], x[1].id))
-        return [n for _, n in ranked[: s.neighbour_k]]
+        nearest = [n for n, _ in found]
+        if in_flight:
+            scored = {n.id: (score, n) for n, score in found}
+            for other in in_flight:
+                if other.note.id not in scored and other.note.id not in skip and other.note.scope == note.scope:
+                    scored[other.note.id] = (cosine(built.embedding, other.embedding), other.note)
+            ranked = sorted(scored.values(), key=lambda x: (-x[0], x[1].id))
+            nearest = [n for _, n in ranked[: s.neighbour_k]]
+        words = await self.word_neighbours(built, skip | {n.id for n in nearest[: s.link_candidates]})
+        # the nearest first, then the notes the words find, then the rest of the nearest: the pairwise
+        # decider judges the first link_candidates + link_word_candidates of this order
+        head, tail = nearest[: s.link_candidates], nearest[s.link_candidates :]
+        found_ids = {n.id for n in words}
+        return [*head, *words, *(n for n in tail if n.id not in found_ids)]
+
+    async def word_neighbours(self, built: ConstructedNote, skip: set[str]) -> list[Note]:
+        """Earlier notes of the scope that share the new note's rarer words (full-text, words common in
+        the scope such as the speakers' names left out): the previous mention of the same person,
+        place or thing, which the embedding's nearest notes often miss (``link_word_candidates``)."""
+        k = self.settings.link_word_candidates
+        if k <= 0:
+            return []
+        note = built.note
+        speaker = speaker_of(note.content)
+        text = note.content[len(speaker) + 1 :] if speaker else note.content
+        t0 = time.perf_counter()
+        hits = await self.store.fulltext_search(text, note.scope, k + len(skip), common_share=COMMON_SHARE)
+        built.usage.store_seconds += time.perf_counter() - t0
+        return [h.note for h in hits if h.note.id not in skip][:k]
 
     async def decide_links(self, built: ConstructedNote, *, neighbours: Sequence[Note] | None = None) -> EvolutionPlan:
         """Step 2 of an add: the note's nearest neighbours in its scope (or the given candidates,
@@ -207,6 +232,8 @@ class AddSteps:
         """The vectors of a plan's evolved neighbours, by the text they embed: ``write_note(...,
         embedded=...)`` then skips the embedding (a concurrent ingest computes them before its turn
         to write comes)."""
+        if not self.settings.evolution_reembed:
+            return {}
         texts = [self.embed_text(n) for n in evolved_notes(plan)]
         return dict(zip(texts, await self.embed(texts, usage), strict=True))
 
@@ -313,11 +340,13 @@ class AddSteps:
         usage, note = built.usage, built.note
         plan = with_follows(plan, note.id, follows)
         evolved = evolved_notes(plan)
-        texts = [self.embed_text(n) for n in evolved]
-        ready = embedded or {}
-        missing = [t for t in texts if t not in ready]
-        fresh = dict(zip(missing, await self.embed(missing, usage), strict=True))
-        vectors = [list(ready[t]) if t in ready else fresh[t] for t in texts]
+        vectors: list[list[float] | None] = [None] * len(evolved)  # None: the neighbour keeps its vector
+        if self.settings.evolution_reembed:
+            texts = [self.embed_text(n) for n in evolved]
+            ready = embedded or {}
+            missing = [t for t in texts if t not in ready]
+            fresh = dict(zip(missing, await self.embed(missing, usage), strict=True))
+            vectors = [list(ready[t]) if t in ready else fresh[t] for t in texts]
         updates = [
             NeighbourUpdate(
                 note_id=n.id,

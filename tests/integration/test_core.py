@@ -42,6 +42,21 @@ async def test_add_writes_enriched_note_with_embedding(make_service: Any, scope:
     assert result.usage.llm_calls == 1 and result.usage.input_tokens == 100  # no neighbours: no evolve call
 
 
+async def test_with_evolution_reembed_the_neighbour_is_embedded_from_its_evolved_text(
+    make_service: Any, scope: Scope, graph: Any
+) -> None:
+    svc, _ = await make_service(amem_responder(), evolution_reembed=True)
+    first = await svc.add("Melanie runs a pottery studio in Portland.", scope)
+    old_embedding = graph.q("MATCH (n:Note {id: $id}) RETURN n.embedding AS e", id=first.note.id)[0]["e"]
+    await svc.add("Melanie's pottery studio sells bowls at the Portland market.", scope)
+    neighbour = graph.q("MATCH (n:Note {id: $id}) RETURN n", id=first.note.id)[0]["n"]
+    assert neighbour["version"] == 2
+    new_embedding = list(neighbour["embedding"])
+    assert cosine(new_embedding, list(old_embedding)) < 0.9999
+    evolved = first.note.model_copy(update={"context": neighbour["context"], "tags": neighbour["tags"]})
+    assert cosine(new_embedding, await svc.embedder.aembed_query(embed_text(evolved, "full"))) > 0.9999
+
+
 async def test_links_and_evolution_land_in_one_add(make_service: Any, scope: Scope, graph: Any) -> None:
     svc, model = await make_service(amem_responder(link_type="SUPPORTS"))
     first = await svc.add("Melanie runs a pottery studio in Portland.", scope)
@@ -72,11 +87,8 @@ async def test_links_and_evolution_land_in_one_add(make_service: Any, scope: Sco
     v = versions[0]["v"]
     assert v["version"] == 1 and v["tags"] == first.note.tags and v["context"] == first.note.context
     assert v["changed_by"] == second.note.id
-    # Re-embedded at once, from the evolved text.
-    new_embedding = list(neighbour["embedding"])
-    assert cosine(new_embedding, list(old_embedding)) < 0.9999
-    evolved = first.note.model_copy(update={"context": neighbour["context"], "tags": neighbour["tags"]})
-    assert cosine(new_embedding, await svc.embedder.aembed_query(embed_text(evolved, "full"))) > 0.9999
+    # Its search vector stays what the note was stored as (evolution_reembed off, the default).
+    assert cosine(list(neighbour["embedding"]), list(old_embedding)) > 0.9999
     assert [c.note_id for c in second.evolved] == [first.note.id]
     assert [x.type for x in second.links] == [LinkType.SUPPORTS]
     history = await svc.history(first.note.id, scope)

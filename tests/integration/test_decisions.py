@@ -119,7 +119,11 @@ async def test_the_decision_eval_scores_a_tiny_gold_file(make_service: Any, tmp_
     path.write_text(json.dumps(gold))
     # Links every judged pair: right for (3,1) and (4,2), wrong for the others it is shown.
     svc, _ = await make_service(
-        pairwise_responder(lambda a, b: 0.8), link_decision="pairwise", link_candidates=2, enable_evolution=False
+        pairwise_responder(lambda a, b: 0.8),
+        link_decision="pairwise",
+        link_candidates=2,
+        link_word_candidates=0,  # the nearest only, as the counts below assume
+        enable_evolution=False,
     )
     result = await run_decisions_eval(svc, DecisionsConfig(gold=path, run_id="t"))
     (conv,) = result["conversations"]

@@ -25,6 +25,7 @@ from graphmem.models import (
     NoteInput,
     Scope,
 )
+from graphmem.service.text import cosine, embed_text
 from tests.fakes import (
     EVOLVED_CONTEXT,
     Gate,
@@ -87,7 +88,12 @@ async def test_candidates_are_the_nearest_earlier_notes(make_service: Any, scope
     """With k below the number of earlier notes, the candidates are the k nearest of them, in-flight
     or stored: the same set a sequential add would have offered (embeddings of content only)."""
     svc, _ = await gated_service(
-        make_service, amem_responder(evolve=False), None, neighbour_k=2, embed_text_variant="content"
+        make_service,
+        amem_responder(evolve=False),
+        None,
+        neighbour_k=2,
+        embed_text_variant="content",
+        link_word_candidates=0,  # the nearest only (word candidates: tests/unit/test_word_candidates.py)
     )
     items = [NoteInput(content=c, note_id=f"{scope.user_id}-n{i}") for i, c in enumerate(PETS)]
     report = await svc.ingest(items, scope, concurrency=4)
@@ -128,13 +134,31 @@ async def test_two_in_flight_notes_evolving_one_neighbour_apply_in_order_and_kee
     # Each add reports what it replaced: B the state A left.
     assert a.evolved[0].before["version"] == 1 and b.evolved[0].before["version"] == 2
     assert b.evolved[0].before["context"] == EVOLVED_CONTEXT["A"]
-    # The neighbour was re-embedded from its final values.
+    # Evolution changes what the neighbour is read as, not where search finds it: its vector stays.
     stored = await svc.store.get(neighbour.id, scope, with_embedding=True)
     assert stored is not None and stored.embedding is not None
-    from graphmem.service.text import cosine, embed_text
+    original = await svc.embedder.aembed_query(embed_text(neighbour, "full"))
+    assert cosine(stored.embedding, original) > 0.9999
 
+
+async def test_with_evolution_reembed_an_evolved_neighbour_is_embedded_from_its_final_values(
+    make_service: Any, scope: Scope
+) -> None:
+    plain, _ = await make_service()
+    neighbour = (await plain.add("Maya's kitten Pixel is grey and very playful.", scope)).note
+    svc, _ = await gated_service(
+        make_service, evolving_responder(neighbour.id), barrier_gate("evolve", 2), evolution_reembed=True
+    )
+    items = [
+        NoteInput(content="A: Pixel the grey kitten now weighs two kilos.", note_id=f"{scope.user_id}-a"),
+        NoteInput(content="B: Pixel the playful kitten broke a vase.", note_id=f"{scope.user_id}-b"),
+    ]
+    assert [x.status for x in (await svc.ingest(items, scope, concurrency=2)).items] == [IngestStatus.ADDED] * 2
+    stored = await svc.store.get(neighbour.id, scope, with_embedding=True)
+    assert stored is not None and stored.embedding is not None and stored.context == EVOLVED_CONTEXT["B"]
     expected = await svc.embedder.aembed_query(embed_text(stored, "full"))
-    assert cosine(stored.embedding, expected) > 0.9999
+    original = await svc.embedder.aembed_query(embed_text(neighbour, "full"))
+    assert cosine(stored.embedding, expected) > 0.9999 and cosine(stored.embedding, original) < 0.9999
 
 
 async def test_an_interrupted_ingest_resumes_without_duplicates(make_service: Any, scope: Scope, graph: Any) -> None:

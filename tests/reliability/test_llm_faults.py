@@ -198,7 +198,8 @@ async def test_http_faults_store_every_note_and_repair_later(make_service: Any, 
             assert all(r.created for r in stuck), kind
             if kind == "unencodable text":  # usable once cleaned: stored enriched, without the bad characters
                 assert all(
-                    r.note.enrichment == EnrichmentStatus.DONE and r.note.keywords == ["shipment", "delayed"] for r in stuck
+                    r.note.enrichment == EnrichmentStatus.DONE and r.note.keywords == ["shipment", "delayed"]
+                    for r in stuck
                 )
             else:
                 assert all(r.note.enrichment == EnrichmentStatus.PENDING for r in stuck), kind

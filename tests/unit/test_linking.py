@@ -18,8 +18,10 @@ async def _no_model() -> LLMCaller:
 
 
 def test_decider_for_reads_the_link_decision_setting() -> None:
-    pairwise = decider_for(Settings(link_decision="pairwise", link_candidates=3, link_threshold=0.4), _no_model)
-    assert isinstance(pairwise, PairwiseDecider) and (pairwise.candidates, pairwise.threshold) == (3, 0.4)
+    settings = Settings(link_decision="pairwise", link_candidates=3, link_word_candidates=2, link_threshold=0.4)
+    pairwise = decider_for(settings, _no_model)
+    # the nearest and the word candidates (AddSteps.neighbours puts them first) are judged
+    assert isinstance(pairwise, PairwiseDecider) and (pairwise.candidates, pairwise.threshold) == (5, 0.4)
     joint = decider_for(Settings(link_decision="joint", enable_evolution=False), _no_model)
     assert isinstance(joint, JointDecider) and (joint.links, joint.evolution) == (True, False)
     assert isinstance(pairwise, LinkDecider) and isinstance(joint, LinkDecider)

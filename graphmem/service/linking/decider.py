@@ -100,7 +100,8 @@ def decider_for(settings: Settings, llm: LLMSource) -> LinkDecider:
     if settings.resolved_link_decision == "pairwise":
         return PairwiseDecider(
             llm,
-            candidates=settings.link_candidates,
+            # the nearest, then the notes that share the new note's rarer words (AddSteps.neighbours)
+            candidates=settings.link_candidates + settings.link_word_candidates,
             threshold=settings.link_threshold,
             links=settings.enable_links,
             evolution=settings.evolution_enabled,
