@@ -34,6 +34,9 @@ _ACTION = re.compile(
     r"\b([A-Z][a-z]+|I|You|you)\s+([a-z]{3,}ed|gave|took|told|sent|sold|bought|made|asked)\s+([A-Z][a-z]+|me|you|him|her)\b"
 )
 _THIRD_PERSON = {"his", "her", "their"}
+# "I sold", "Anika offered": who does what, read as (subject, verb stem); "I" is the speaker.
+_SUBJECT_VERB = re.compile(r"\b(I|[A-Z][a-z]+)\s+(?:just |finally |also |already |now |then )?([a-z]{3,})\b")
+_FIRST_PERSON = re.compile(r"\b(I|me|my|mine|myself|we|us|our)\b|\bI'", re.IGNORECASE)
 # Words that frame what the speaker does with the turn ("Tom asks whether ..."): never a claim.
 _FRAMING = frozenset(
     wording.stem(w)
@@ -117,6 +120,16 @@ def _actions(text: str, speaker: str | None) -> set[tuple[str, str, str]]:
     return out
 
 
+def _subject_verbs(text: str, speaker: str) -> set[tuple[str, str]]:
+    """(subject, verb stem) pairs of "Name verb" / "I verb" clauses, "I" read as the speaker."""
+    out: set[tuple[str, str]] = set()
+    for subject, verb in _SUBJECT_VERB.findall(text):
+        if verb in wording.GUARD_STOP_WORDS and verb not in ("has", "had", "was", "did"):
+            continue  # "Anika is", "Tom and": no action
+        out.add(((speaker if subject == "I" else subject).lower(), wording.stem(verb)))
+    return out
+
+
 def sentence_refusal(sentence: str, content: str, speaker: str | None) -> str | None:
     """Why a context sentence is not supported by the note, or None when it is."""
     body = content[len(speaker) + 1 :] if speaker else content
@@ -136,6 +149,14 @@ def sentence_refusal(sentence: str, content: str, speaker: str | None) -> str | 
         for s, v, o in _actions(sentence, speaker):
             if (s, v, o) not in said and (o, v, s) in said:
                 return f"swaps who did what: the note says {o.title()} {v}… {s.title()}"
+        done = _subject_verbs(body, speaker)
+        for subject, verb in _subject_verbs(sentence, speaker):
+            if verb in _FRAMING or (subject, verb) in done:
+                continue
+            if subject != speaker.lower() and (speaker.lower(), verb) in done:
+                return f"makes {subject.title()} do what the note says {speaker} did ({verb}…)"
+            if subject == speaker.lower() and not _FIRST_PERSON.search(body):
+                return f"says what {speaker} did, where the note says nothing of {speaker}'s own ({verb}…)"
     words = wording.content_words(sentence) - _FRAMING - {wording.stem(speaker or "")}
     unsupported = words - wording.content_words(content)
     if len(unsupported) >= INVENTED_MIN_WORDS and len(unsupported) >= INVENTED_MIN_SHARE * len(words):

@@ -1,13 +1,14 @@
 """The link/evolution decision with the real 0.5B model on a short gold conversation: whatever the
 model proposes, no evolution may drift (every evolved context stays closest to its own note).
 
-Needs the local LLM extra and the 0.5B part packages, like tests/e2e/test_local_llm_server.py.
+Needs the 0.5B part packages and llama-server as install.sh builds it (or the llama-cpp-python
+fallback): tests/e2e/local_build.py.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import socket
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,14 +18,15 @@ import pytest
 from graphmem.config import Settings
 from graphmem.evaluation.decisions import DecisionsConfig, GoldFile, load_gold, run_decisions_eval
 from graphmem.llm.clients import make_chat_model
-from graphmem.local.llm_server import GGUF_MODELS, LocalLLM
-from graphmem.service import AsyncMemoryService
+from graphmem.local.llm_server import LocalLLM
+from graphmem.models import Scope
+from graphmem.service import AsyncMemoryService, sentence_refusal, sentences, speaker_of
+from tests.e2e import local_build
 
 pytestmark = pytest.mark.e2e
 
-SPEC = GGUF_MODELS["qwen2.5-coder-0.5b"]
-if any(importlib.util.find_spec(m) is None for m in ("llama_cpp", "uvicorn", SPEC.module(1))):
-    pytest.skip("local LLM not installed (see tests/e2e/test_local_llm_server.py)", allow_module_level=True)
+if (why := local_build.missing()) is not None:
+    pytest.skip(why, allow_module_level=True)
 
 
 def _free_port() -> int:
@@ -35,9 +37,11 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def local_settings(neo4j_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    home = tmp_path_factory.mktemp("llm-home")
+    local_build.link_build(home)  # llama-server as install.sh built it; nothing compiles here
     return neo4j_server.settings.model_copy(  # type: ignore[no-any-return]
         update={
-            "home": tmp_path_factory.mktemp("llm-home"),
+            "home": home,
             "llm_provider": "local",
             "local_model": "qwen2.5-coder-0.5b",
             "local_llm_port": _free_port(),
@@ -82,3 +86,25 @@ async def test_no_evolution_drifts_on_a_short_conversation(
     assert o["turns"] == 6 and o["llm_calls_per_note"] > 0
     assert o["drift"] == 0, result["conversations"][0]["evolution_list"]
     assert o["false_contradicts_total"] == 0  # the pairwise decision never proposes CONTRADICTS
+
+
+async def test_the_demo_conversation_gets_no_unsupported_statement(
+    local_settings: Settings, local_llm: LocalLLM
+) -> None:
+    """Issue 27: whatever the real model writes, no note of the demo conversation says what its turn
+    does not (the gold's must_not statements: whose sister, who offered whom, invented facts)."""
+    conv = load_gold(None, ["pottery-marathon"])[0]
+    settings = local_settings.model_copy(update={"enable_links": False, "enable_evolution": False})
+    model = make_chat_model(settings, base_url=local_llm.ensure_running(), model=local_llm.model_name)
+    scope = Scope(user_id="e2e-grounding", run_id=uuid.uuid4().hex[:12])
+    async with await AsyncMemoryService.create(settings, chat_model=model) as svc:
+        try:
+            for turn in conv.turns:
+                note = (await svc.add(turn.content, scope, event_time=turn.time)).note
+                said = [note.context, " ; ".join(note.keywords)]
+                assert not [p for text in said for p in turn.statements_made(text)], (turn.n, said)
+                for sentence in sentences(note.context):
+                    assert sentence_refusal(sentence, turn.content, speaker_of(turn.content)) is None
+        finally:
+            for n in await svc.list(scope, limit=100):
+                await svc.delete(n.id, scope)

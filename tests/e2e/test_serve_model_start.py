@@ -2,12 +2,11 @@
 thread, so `/health` answers while it starts, and the first request that needs the LLM waits for it
 without freezing the event loop (issue 13, deliverable 5).
 
-Skipped without the local-LLM extra and the 0.5B part packages, as tests/e2e/test_local_llm_server.py.
+Skipped without the 0.5B part packages or a local server to run them (tests/e2e/local_build.py).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import socket
@@ -21,15 +20,13 @@ from typing import Any
 import httpx
 import pytest
 
-from graphmem.local.llm_server import GGUF_MODELS
 from graphmem.models import Scope
+from tests.e2e import local_build
 
 pytestmark = pytest.mark.e2e
 
-SPEC = GGUF_MODELS["qwen2.5-coder-0.5b"]
-_missing = [m for m in ("llama_cpp", "uvicorn", SPEC.module(1)) if importlib.util.find_spec(m) is None]
-if _missing:
-    pytest.skip(f"local LLM not installed ({', '.join(_missing)})", allow_module_level=True)
+if (why := local_build.missing()) is not None:
+    pytest.skip(why, allow_module_level=True)
 
 
 def _free_port() -> int:
@@ -42,6 +39,7 @@ def test_health_answers_while_serve_starts_the_local_model(settings: Any, scope:
     exe = shutil.which("graphmem", path=str(Path(sys.executable).parent)) or shutil.which("graphmem")
     assert exe
     port, llm_port = _free_port(), _free_port()
+    local_build.link_build(tmp_path / "home")  # llama-server as install.sh built it; nothing compiles here
     env = {
         **os.environ,
         "NEO4J_URI": settings.neo4j_uri,

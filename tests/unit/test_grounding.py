@@ -24,7 +24,8 @@ DEMO_CASES = [
         "does not",
     ),
     (STALL, "Priya offered Anika a corner of her stall at the Riverside market.", "swaps who did what"),
-    (MUGS, "Tom has shown impressive progress in his mug-making skills.", "does not"),
+    (MUGS, "Tom has shown impressive progress in his mug-making skills.", "nothing of Tom's own"),
+    (MUGS, "The speaker has shown impressive progress in mug-making skills.", "does not"),
     (
         MARATHON,
         "He has been running for several months, and it can be managed with proper training and rest.",
@@ -50,6 +51,21 @@ def test_the_demo_inventions_are_refused(content: str, sentence: str, why: str) 
 )
 def test_faithful_contexts_of_the_same_turns_pass(content: str, sentence: str) -> None:
     assert sentence_refusal(sentence, content, speaker_of(content)) is None
+
+
+SOLD = "Priya: Congratulations! I sold eight mugs at the Riverside market last weekend, right next to Anika's bowls."
+
+
+def test_another_person_doing_what_the_speaker_did_is_refused() -> None:
+    refusal = sentence_refusal("Anika sold eight mugs at the Riverside market.", SOLD, "Priya")
+    assert refusal is not None and "makes Anika do what the note says Priya did" in refusal
+    assert sentence_refusal("Priya sold eight mugs next to Anika's bowls.", SOLD, "Priya") is None
+
+
+def test_the_speaker_doing_something_in_a_note_that_says_nothing_of_them_is_refused() -> None:
+    # "Tom made eight mugs": the note is Tom's comment on someone else's mugs, no I/my in it
+    refusal = sentence_refusal("Tom made eight mugs in three months of lessons.", MUGS, "Tom")
+    assert refusal is not None and "nothing of Tom's own" in refusal
 
 
 def test_a_name_the_note_never_mentions_is_refused() -> None:
