@@ -392,7 +392,8 @@ def run_ingest_bench(
         },
         "machine": {"cpus": os.cpu_count(), "load_before": [round(x, 2) for x in os.getloadavg()]},
     }
-    bench_settings = settings.model_copy(update={"embed_text_variant": "content"})
+    # the order rule is about the nearest notes: word candidates (full-text) would add others
+    bench_settings = settings.model_copy(update={"embed_text_variant": "content", "link_word_candidates": 0})
     pattern = rf"\bbi-{cfg.run_id}-[0-9a-z]+-\d{{5}}\b"
     proc, url = _stub(cfg.latency, pattern)
     try:
