@@ -105,6 +105,13 @@ class Settings(BaseSettings):
     enable_evolution: bool | None = Field(
         None, description="LLM updates neighbours after a new note; unset = on, off for the local model"
     )
+    # Memory that changes over time (issue 28): a later note with a newer value of what an earlier note
+    # of the scope states supersedes it (SUPERSEDES + valid_to; nothing rewritten); one yes/no per pair.
+    enable_supersession: bool = Field(True, description="find notes a new note supersedes or clashes with")
+    supersession_candidates: int = Field(4, ge=1, le=50, description="earlier notes judged per new note")
+    supersession_threshold: float = Field(
+        0.5, ge=0.0, le=1.0, description="P(yes) needed for a supersession, a conflict or a knock-on report"
+    )
     embed_text_variant: EmbedTextVariant = "full"
     max_content_chars: int = Field(8000, ge=1, le=1_000_000)
     search_k: int = Field(10, ge=1, le=LIMITS.k_max)

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from graphmem.errors import InvalidInputError
+from graphmem.timeline import Conflict, KnockOn, NoteTimeline, Supersession
 
 # \Z, not $: under re.match, $ also matches before a final newline ("zz\n" would pass as "zz").
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:@\-]{0,127}\Z"
@@ -312,6 +313,7 @@ class SearchHit(BaseModel):
     found_by: list[HitSource]
     linked_via: list[LinkedVia] = Field(default_factory=list)
     links: list[Link] = Field(default_factory=list)
+    timeline: NoteTimeline | None = None  # issue 28: current or superseded, its dated history, its clashes
 
 
 class Usage(BaseModel):
@@ -349,6 +351,9 @@ class AddResult(BaseModel):
     rejected: list[str] = Field(default_factory=list)  # LLM proposals refused (bad id/type), why
     candidates: list[str] = Field(default_factory=list)  # ids of the neighbours the link decision was shown
     usage: Usage = Field(default_factory=Usage)
+    superseded: list[Supersession] = Field(default_factory=list)  # issue 28: earlier notes this one replaced
+    conflicts: list[Conflict] = Field(default_factory=list)  # clashes with no order in time
+    knock_on: list[KnockOn] = Field(default_factory=list)  # notes linked to a superseded one, re-checked
 
 
 class AskResult(BaseModel):

@@ -63,7 +63,7 @@ from graphmem.models import (
     validate_content,
 )
 from graphmem.ports import HistoryStore, ItemStore, NoteStore
-from graphmem.service import bulk, construct, evolve, ingest, retrieve, transfer, versions
+from graphmem.service import bulk, construct, evolve, ingest, retrieve, transfer, updates, versions
 from graphmem.service.chat import ChatModelSlot, ChatModelSource
 from graphmem.service.context import build_context
 from graphmem.service.items import ItemService
@@ -249,6 +249,8 @@ class AsyncMemoryService:
         if (evolve if evolve is not None else do_enrich) and note.enrichment == EnrichmentStatus.DONE:
             plan = await self.decide_links(built)
         result = await self.write_note(built, plan, follows=follows)
+        if self.settings.enable_supersession and result.created and _judged(self, note, evolve, do_enrich):
+            result = await updates.record(self.store, await self.llm_caller(), self.settings, built, result)
         result.usage.total_seconds = time.perf_counter() - started
         return result
 
@@ -747,12 +749,17 @@ class AsyncMemoryService:
         filters: SearchFilters | None = None,
         usage: Usage | None = None,
         query_embedding: Sequence[float] | None = None,
+        history: bool = False,
+        as_of: datetime | str | None = None,
     ) -> builtins.list[SearchHit]:
         """Top-k notes of the scope for a query; each hit says how it was found.
 
         mode: ``SearchMode`` or its value: "vector" (HNSW), "links" (vector + one hop along typed
         links), "hybrid" (vector fused with full-text by score, + links; the default).
         ``query_embedding`` skips embedding the query (benchmarks); ``usage`` collects the time.
+        Memory that changes (issue 28): a superseded hit gives its place to its current note, marked
+        with the dated history of what it superseded (``SearchHit.timeline``); ``history=True`` keeps
+        every hit, marked; ``as_of`` gives the state at that time.
         """
         k = check_bound(self.settings.search_k if k is None else k, 1, LIMITS.k_max, "k")
         search_mode = SearchMode.parse(mode or self.settings.search_mode)
@@ -782,6 +789,8 @@ class AsyncMemoryService:
                 text_weight=self.settings.fulltext_weight,
                 common_share=self.settings.common_word_share,
             )
+            if self.settings.enable_supersession or history or as_of is not None:
+                hits = await updates.annotate(self.store, hits, scope, history=history, as_of=_moment(as_of))
         usage.store_seconds += time.perf_counter() - t0
         if hits:
             self._stats.record((h.note.id for h in hits), scope)
@@ -797,6 +806,8 @@ class AsyncMemoryService:
         token_budget: int | None = None,
         filters: SearchFilters | None = None,
         instructions: str | None = None,
+        history: bool = False,
+        as_of: datetime | str | None = None,
     ) -> AskResult:
         """Answer from a few relevant notes and their links, within a token budget.
 
@@ -807,10 +818,15 @@ class AsyncMemoryService:
         usage = Usage()
         budget = self.settings.context_token_budget if token_budget is None else token_budget
         check_bound(budget, LIMITS.token_budget_min, LIMITS.token_budget_max, "token budget")
-        hits = await self.search(question, scope, k=k, mode=mode, filters=filters, usage=usage)
-        ctx = build_context([h.note for h in hits], budget)
+        hits = await self.search(
+            question, scope, k=k, mode=mode, filters=filters, usage=usage, history=history, as_of=as_of
+        )
+        marks = updates.context_marks(hits)  # current / superseded / clash lines (issue 28)
+        ctx = build_context([h.note for h in hits], budget, marks=marks)
         used = [hits[i] for i in ctx.used]
         del hits  # only the notes in the context stay in memory while the LLM answers
+        kept = {h.note.id for h in used}
+        instructions = updates.with_rule(instructions, {i: m for i, m in marks.items() if i in kept})
         answer = await self.answer(question, ctx.text or "(no notes)", instructions=instructions, usage=usage)
         usage.total_seconds = time.perf_counter() - started
         return AskResult(question=question, answer=answer, notes=used, context_tokens=ctx.tokens, usage=usage)
@@ -828,3 +844,19 @@ class AsyncMemoryService:
 def _page(limit: int, offset: int, most: int) -> None:
     check_bound(limit, 1, most, "limit")
     check_bound(offset, 0, LIMITS.offset_max, "offset")
+
+
+def _judged(svc: AsyncMemoryService, note: Note, evolve: bool | None, enrich: bool) -> bool:
+    """Whether an add asks the supersession question (issue 28): as for the link step, only for an
+    enriched note (raw mode calls no LLM) and unless the caller turned the step off."""
+    return (evolve if evolve is not None else enrich) and note.enrichment == EnrichmentStatus.DONE
+
+
+def _moment(value: datetime | str | None) -> datetime | None:
+    """``as_of`` as a datetime (an ISO date or datetime string is accepted; naive means UTC)."""
+    if value is None or isinstance(value, datetime):
+        return value
+    try:
+        return datetime.fromisoformat(str(value))
+    except ValueError:
+        raise InvalidInputError(f"as_of is not an ISO date or datetime: {str(value)[:40]!r}") from None

@@ -311,9 +311,21 @@ class MemoryService:
         filters: SearchFilters | None = None,
         usage: Usage | None = None,
         query_embedding: Sequence[float] | None = None,
+        history: bool = False,
+        as_of: datetime | str | None = None,
     ) -> builtins.list[SearchHit]:
         return self._loop.run(
-            self.aio.search(query, scope, k=k, mode=mode, filters=filters, usage=usage, query_embedding=query_embedding)
+            self.aio.search(
+                query,
+                scope,
+                k=k,
+                mode=mode,
+                filters=filters,
+                usage=usage,
+                query_embedding=query_embedding,
+                history=history,
+                as_of=as_of,
+            )
         )
 
     def ask(
@@ -326,6 +338,8 @@ class MemoryService:
         token_budget: int | None = None,
         filters: SearchFilters | None = None,
         instructions: str | None = None,
+        history: bool = False,
+        as_of: datetime | str | None = None,
     ) -> AskResult:
         return self._loop.run(
             self.aio.ask(
@@ -336,6 +350,8 @@ class MemoryService:
                 token_budget=token_budget,
                 filters=filters,
                 instructions=instructions,
+                history=history,
+                as_of=as_of,
             )
         )
 

@@ -18,6 +18,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from datetime import datetime
 from typing import Any, TypeVar
 
 from neo4j import READ_ACCESS, AsyncDriver, AsyncGraphDatabase, AsyncManagedTransaction, Record
@@ -62,6 +63,7 @@ from graphmem.store.records import (
     state_from_record,
     version_from_record,
 )
+from graphmem.timeline import TimelineRow
 
 log = logging.getLogger(__name__)
 
@@ -730,6 +732,47 @@ class Neo4jNoteStore:
             "search/expand_links", ids=list(ids), **scope.params(), per_hit=per_hit, exclude_ids=list(exclude_ids)
         )
         return await mapped(rows, linked_note_from_record)
+
+    # --- memory that changes over time (issue 28; store/updates.py, cypher/updates/) ---------------
+
+    async def supersede(
+        self,
+        newer_id: str,
+        older_id: str,
+        scope: Scope,
+        *,
+        at: datetime,
+        reason: str,
+        p_yes: float | None,
+        caused_by: str,
+    ) -> bool:
+        from graphmem.store import updates
+
+        return await updates.supersede(
+            self, newer_id, older_id, scope, at=at, reason=reason, p_yes=p_yes, caused_by=caused_by
+        )
+
+    async def conflict(
+        self,
+        note_id: str,
+        other_id: str,
+        scope: Scope,
+        *,
+        at: datetime,
+        reason: str,
+        p_yes: float | None,
+        caused_by: str,
+    ) -> bool:
+        from graphmem.store import updates
+
+        return await updates.conflict(
+            self, note_id, other_id, scope, at=at, reason=reason, p_yes=p_yes, caused_by=caused_by
+        )
+
+    async def timeline(self, ids: Sequence[str], scope: Scope) -> list[TimelineRow]:
+        from graphmem.store import updates
+
+        return await updates.timeline(self, ids, scope)
 
 
 def _plain(records: Sequence[Record]) -> Rows:

@@ -1,0 +1,180 @@
+"""Memory that changes over time (issue 28) through the real service and Neo4j, with a scripted model
+whose yes/no answers are known: supersession, conflicts, knock-on checks, what search and ask make of
+them, and the store refusing what crosses scopes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage
+
+from graphmem.llm.update_prompts import KNOCK_ON_SYSTEM, SUPERSEDE_SYSTEM, TIMELINE_RULE
+from graphmem.models import Scope
+from graphmem.service.wording import content_words
+from tests.fakes import judged_reply, noted, pairwise_responder, text_reply
+
+
+def updates_responder(
+    supersedes: Callable[[str, str], float],
+    *,
+    knock_on: Callable[[str, str], float] = lambda a, b: 0.0,
+    answer: str = "Berlin",
+) -> Callable[[list[BaseMessage]], AIMessage]:
+    """Links notes that share a content word (not the speakers'); answers the supersession question
+    with ``supersedes(earlier, later)``; answers questions with ``answer``."""
+
+    def related(a: str, b: str) -> float:
+        return 0.9 if (content_words(a) & content_words(b)) - {"ann", "bo"} else 0.05
+
+    base = pairwise_responder(related, reason=lambda a, b: "Ann's home in Lyon")
+
+    def respond(messages: list[BaseMessage]) -> AIMessage:
+        system = str(messages[0].content)
+        if system == SUPERSEDE_SYSTEM:
+            a, b = noted(messages)
+            return judged_reply(supersedes(a, b))
+        if system == KNOCK_ON_SYSTEM:
+            a, b = noted(messages)
+            return judged_reply(knock_on(a, b))
+        if "answer questions" in system:
+            return text_reply(answer)
+        return base(messages)
+
+    return respond
+
+
+def moves(a: str, b: str) -> float:
+    """Home notes state the same fact; nothing else does."""
+    homes = ("live in", "moved to")
+    return 0.92 if any(h in a for h in homes) and any(h in b for h in homes) else 0.04
+
+
+def commutes(a: str, b: str) -> float:
+    """A commute is out of date after a move."""
+    return 0.81 if "commute" in a and "moved to" in b else 0.03
+
+
+async def _service(make_service: Any, responder: Any, **overrides: Any) -> tuple[Any, Any]:
+    return await make_service(  # type: ignore[no-any-return]
+        responder, link_decision="pairwise", enable_evolution=False, link_candidates=3, **overrides
+    )
+
+
+def _state(graph: Any, note_id: str) -> dict[str, Any]:
+    return graph.q(  # type: ignore[no-any-return]
+        "MATCH (n:Note {id: $id}) RETURN n.content AS content, n.context AS context, n.tags AS tags, "
+        "n.keywords AS keywords, n.version AS version, n.embedding AS embedding",
+        id=note_id,
+    )[0]
+
+
+async def test_a_move_supersedes_the_old_home_and_changes_no_note(make_service: Any, scope: Scope, graph: Any) -> None:
+    svc, model = await _service(make_service, updates_responder(moves, knock_on=commutes))
+    lyon = await svc.add("Ann: I live in Lyon with my cat.", scope, event_time="2021-03-01")
+    commute = await svc.add("Ann: My commute in Lyon takes ten minutes by bike.", scope, event_time="2021-04-01")
+    cello = await svc.add("Bo: I play the cello on Sundays.", scope, event_time="2021-05-01")
+    assert [lk.target_id for lk in commute.links] == [lyon.note.id]
+    before = {n: _state(graph, n) for n in (lyon.note.id, commute.note.id, cello.note.id)}
+
+    berlin = await svc.add("Ann: I moved to Berlin in June.", scope, event_time="2024-06-01")
+
+    assert [(s.newer_id, s.older_id) for s in berlin.superseded] == [(berlin.note.id, lyon.note.id)]
+    assert berlin.superseded[0].at == datetime(2024, 6, 1, tzinfo=UTC) and berlin.superseded[0].p_yes == 0.92
+    assert berlin.conflicts == []
+    rel = graph.q(
+        "MATCH (n:Note {id: $new})-[r:SUPERSEDES]->(o:Note) RETURN o.id AS old, r.at AS at, r.reason AS reason, "
+        "r.caused_by AS caused_by, r.user_id AS user_id, o.valid_to AS valid_to",
+        new=berlin.note.id,
+    )
+    assert len(rel) == 1 and rel[0]["old"] == lyon.note.id and rel[0]["user_id"] == scope.user_id
+    assert rel[0]["caused_by"] == berlin.note.id and "2024-06-01" in rel[0]["reason"]
+    assert rel[0]["valid_to"].to_native() == datetime(2024, 6, 1, tzinfo=UTC)
+    # The knock-on check: the commute note linked to the old home is reported, never changed.
+    assert [(k.note_id, k.superseded_id, k.outdated) for k in berlin.knock_on] == [
+        (commute.note.id, lyon.note.id, True)
+    ]
+    # No note's content, context, tags, keywords, version or embedding changed.
+    assert {n: _state(graph, n) for n in before} == before
+    assert not graph.q("MATCH (v:NoteVersion {note_id: $id}) RETURN v", id=lyon.note.id)
+    supersede_calls = [m for m in model.calls if str(m[0].content) == SUPERSEDE_SYSTEM]
+    assert supersede_calls  # one question per candidate pair, asked through the model
+
+    # search: the old home gives its place to the current note, which carries the dated history.
+    hits = await svc.search("Where does Ann live?", scope, k=2)
+    ids = [h.note.id for h in hits]
+    assert berlin.note.id in ids and lyon.note.id not in ids
+    now = next(h for h in hits if h.note.id == berlin.note.id)
+    assert now.timeline is not None and now.timeline.status == "current"
+    assert [e.note_id for e in now.timeline.history] == [lyon.note.id]
+    # history=True: every hit kept, the old home marked superseded.
+    full = {h.note.id: h for h in await svc.search("Where does Ann live?", scope, k=4, history=True)}
+    assert full[lyon.note.id].timeline.status == "superseded"  # type: ignore[union-attr]
+    assert full[lyon.note.id].timeline.superseded_by == [berlin.note.id]  # type: ignore[union-attr]
+    # as_of: the state at a date, when Berlin was not yet true.
+    then = [h.note.id for h in await svc.search("Where does Ann live?", scope, k=4, as_of="2022-01-01")]
+    assert lyon.note.id in then and berlin.note.id not in then
+
+    # ask: the answer prompt hears which note is current and what it replaced.
+    answered = await svc.ask("Where does Ann live now?", scope, k=2)
+    assert answered.answer == "Berlin"
+    prompt = str(model.calls[-1][-1].content)
+    assert TIMELINE_RULE in prompt and '[CURRENT | before: until 1 June 2024: "Ann: I live in Lyon' in prompt
+
+
+async def test_the_same_time_makes_a_conflict_and_ask_sees_the_clash(
+    make_service: Any, scope: Scope, graph: Any
+) -> None:
+    def diets(a: str, b: str) -> float:
+        return 0.88 if {"vegan", "steak"} <= content_words(a + " " + b) else 0.02
+
+    svc, model = await _service(make_service, updates_responder(diets, answer="vegan, and steak"))
+    vegan = await svc.add("Ann: I am vegan.", scope, event_time="2024-05-01T10:00:00")
+    steak = await svc.add("Ann: I eat steak every day.", scope, event_time="2024-05-01T10:00:00")
+    assert steak.superseded == []
+    assert [(c.note_id, c.other_id) for c in steak.conflicts] == [(steak.note.id, vegan.note.id)]
+    assert graph.q("MATCH (n:Note {id: $id}) RETURN n.valid_to AS v", id=vegan.note.id)[0]["v"] is None
+    hits = {h.note.id: h for h in await svc.search("What does Ann eat?", scope, k=2)}
+    assert [e.note_id for e in hits[vegan.note.id].timeline.conflicts] == [steak.note.id]  # type: ignore[union-attr]
+    await svc.ask("What does Ann eat?", scope, k=2)
+    assert "CLASH with" in str(model.calls[-1][-1].content)
+
+
+async def test_the_store_refuses_supersession_across_scopes(make_service: Any, scope: Scope, graph: Any) -> None:
+    svc, _ = await _service(make_service, updates_responder(moves))
+    other = Scope(user_id=scope.user_id, run_id="elsewhere")
+    mine = await svc.add("Ann: I moved to Berlin.", scope, event_time="2024-06-01", enrich=False)
+    theirs = await svc.add("Ann: I live in Lyon.", other, event_time="2021-03-01", enrich=False)
+    try:
+        at = datetime(2024, 6, 1, tzinfo=UTC)
+        # Behind the service, with the scope of either note: the Cypher writes nothing.
+        for sc in (scope, other):
+            assert not await svc.store.supersede(
+                mine.note.id, theirs.note.id, sc, at=at, reason="x", p_yes=1.0, caused_by="test"
+            )
+            assert not await svc.store.conflict(
+                mine.note.id, theirs.note.id, sc, at=at, reason="x", p_yes=1.0, caused_by="test"
+            )
+        assert not graph.q("MATCH (:Note {id: $id})-[r:SUPERSEDES|CONFLICTS_WITH]-() RETURN r", id=mine.note.id)
+        assert graph.q("MATCH (n:Note {id: $id}) RETURN n.valid_to AS v", id=theirs.note.id)[0]["v"] is None
+        # A relationship only raw Cypher could write across scopes is never read.
+        graph.q(
+            "MATCH (a:Note {id: $a, run_id: 'default'}), (b:Note {id: $b, run_id: 'elsewhere'}) "
+            "CREATE (a)-[:SUPERSEDES {user_id: a.user_id, agent_id: a.agent_id, run_id: a.run_id}]->(b)",
+            a=mine.note.id,
+            b=theirs.note.id,
+        )
+        (row,) = await svc.store.timeline([mine.note.id], scope)
+        assert row.older == [] and row.superseded_by == []
+        assert await svc.store.timeline([theirs.note.id], scope) == []
+    finally:
+        graph.q("MATCH (n:Note {run_id: 'elsewhere', user_id: $u}) DETACH DELETE n", u=scope.user_id)
+
+
+async def test_the_setting_turns_it_off(make_service: Any, scope: Scope) -> None:
+    svc, model = await _service(make_service, updates_responder(moves), enable_supersession=False)
+    await svc.add("Ann: I live in Lyon.", scope, event_time="2021-03-01")
+    berlin = await svc.add("Ann: I moved to Berlin.", scope, event_time="2024-06-01")
+    assert berlin.superseded == [] and berlin.knock_on == []
+    assert not [m for m in model.calls if str(m[0].content) == SUPERSEDE_SYSTEM]
