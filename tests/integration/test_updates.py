@@ -178,3 +178,21 @@ async def test_the_setting_turns_it_off(make_service: Any, scope: Scope) -> None
     berlin = await svc.add("Ann: I moved to Berlin.", scope, event_time="2024-06-01")
     assert berlin.superseded == [] and berlin.knock_on == []
     assert not [m for m in model.calls if str(m[0].content) == SUPERSEDE_SYSTEM]
+
+
+async def test_the_updates_eval_scores_the_shipped_gold_with_a_scripted_model(make_service: Any, tmp_path: Any) -> None:
+    from graphmem.evaluation.updates import UpdatesConfig, load_gold, run_updates_eval, updates_markdown
+
+    (maya,) = load_gold(None, ["maya-moves"])
+    right = {(maya.turns[a - 1].text, maya.turns[b - 1].text) for a, b in maya.supersedes}
+
+    def gold_says(a: str, b: str) -> float:  # a: earlier, b: later
+        return 0.9 if any(a.endswith(old) and b.endswith(new) for new, old in right) else 0.02
+
+    svc, _ = await _service(make_service, updates_responder(gold_says, answer="Berlin, before Lyon"))
+    result = await run_updates_eval(svc, UpdatesConfig(conversations=("maya-moves",), run_id="test-updates-eval"))
+    on = result["supersession_on"]["overall"]
+    assert on["supersession"]["precision"] == 1.0
+    assert on["answers"]["now"]["asked"] == 4 and on["answers"]["before"]["asked"] == 3
+    assert on["per_note"]["llm_calls"] > 0
+    assert "supersession_on" in updates_markdown(result)
