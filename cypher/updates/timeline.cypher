@@ -1,6 +1,8 @@
 // Where each of some notes stands in time (issue 28): its valid_to, the notes that superseded it
 // (directly), every newer note along SUPERSEDES chains (to find the current one), every older note it
 // superseded (its dated history) and the notes it clashes with (CONFLICTS_WITH, either way).
+// valid_to is read from the SUPERSEDES relationships themselves (the earliest `at` of those reaching the
+// note), not from the stored property: a superseding note deleted since no longer ends anything.
 // Reads hold the scope: only notes and relationships of the scope are followed, so a relationship
 // into another scope that raw Cypher wrote is never read.
 // Params: $ids, scope. Returns one row per note found: id, since, valid_to, superseded_by (ids),
@@ -19,12 +21,24 @@ OPTIONAL MATCH (n)-[k:CONFLICTS_WITH]-(m:Note)
   WHERE m.user_id = $user_id AND m.agent_id = $agent_id AND m.run_id = $run_id
     AND k.user_id = $user_id AND k.agent_id = $agent_id AND k.run_id = $run_id
 WITH n, newer, older, collect(DISTINCT m) AS clashes
-RETURN n.id AS id, coalesce(n.event_time, n.created_at) AS since, n.valid_to AS valid_to,
+RETURN n.id AS id, coalesce(n.event_time, n.created_at) AS since,
+  reduce(m = null, t IN [(n)<-[s:SUPERSEDES]-(y:Note) WHERE y.user_id = $user_id AND y.agent_id = $agent_id AND y.run_id = $run_id
+      AND s.user_id = $user_id AND s.agent_id = $agent_id AND s.run_id = $run_id | s.at] |
+      CASE WHEN m IS NULL OR t < m THEN t ELSE m END) AS valid_to,
   [(n)<-[s:SUPERSEDES]-(d:Note) WHERE d.user_id = $user_id AND d.agent_id = $agent_id AND d.run_id = $run_id
     AND s.user_id = $user_id AND s.agent_id = $agent_id AND s.run_id = $run_id | d.id] AS superseded_by,
   [x IN newer | {id: x.id, content: x.content, event_time: x.event_time, event_time_text: x.event_time_text,
-    created_at: x.created_at, valid_to: x.valid_to}] AS newer,
+    created_at: x.created_at,
+    valid_to: reduce(m = null, t IN [(x)<-[s:SUPERSEDES]-(y:Note) WHERE y.user_id = $user_id AND y.agent_id = $agent_id AND y.run_id = $run_id
+      AND s.user_id = $user_id AND s.agent_id = $agent_id AND s.run_id = $run_id | s.at] |
+      CASE WHEN m IS NULL OR t < m THEN t ELSE m END)}] AS newer,
   [x IN older | {id: x.id, content: x.content, event_time: x.event_time, event_time_text: x.event_time_text,
-    created_at: x.created_at, valid_to: x.valid_to}] AS older,
+    created_at: x.created_at,
+    valid_to: reduce(m = null, t IN [(x)<-[s:SUPERSEDES]-(y:Note) WHERE y.user_id = $user_id AND y.agent_id = $agent_id AND y.run_id = $run_id
+      AND s.user_id = $user_id AND s.agent_id = $agent_id AND s.run_id = $run_id | s.at] |
+      CASE WHEN m IS NULL OR t < m THEN t ELSE m END)}] AS older,
   [x IN clashes | {id: x.id, content: x.content, event_time: x.event_time, event_time_text: x.event_time_text,
-    created_at: x.created_at, valid_to: x.valid_to}] AS conflicts
+    created_at: x.created_at,
+    valid_to: reduce(m = null, t IN [(x)<-[s:SUPERSEDES]-(y:Note) WHERE y.user_id = $user_id AND y.agent_id = $agent_id AND y.run_id = $run_id
+      AND s.user_id = $user_id AND s.agent_id = $agent_id AND s.run_id = $run_id | s.at] |
+      CASE WHEN m IS NULL OR t < m THEN t ELSE m END)}] AS conflicts

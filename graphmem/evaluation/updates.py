@@ -19,6 +19,7 @@ settings otherwise), so the answers' accuracy can be read against the defaults b
 
 from __future__ import annotations
 
+import asyncio
 import json
 import statistics
 import time
@@ -30,7 +31,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from graphmem.models import Scope
+from graphmem.models import Note, Scope, Usage
 
 Progress = Callable[[str, int, int], None]
 Pair = tuple[int, int]
@@ -341,7 +342,138 @@ def updates_markdown(result: dict[str, Any]) -> str:
 
 def write_outputs(result: dict[str, Any], out: Path) -> dict[str, Path]:
     out.mkdir(parents=True, exist_ok=True)
-    paths = {"json": out / "updates.json", "markdown": out / "updates.md"}
+    kind = result["kind"]
+    paths = {"json": out / f"{kind}.json", "markdown": out / f"{kind}.md"}
     paths["json"].write_text(json.dumps(result, indent=2, default=str), encoding="utf-8")
-    paths["markdown"].write_text(updates_markdown(result), encoding="utf-8")
+    md = probe_markdown(result) if kind == "updates_probe" else updates_markdown(result)
+    paths["markdown"].write_text(md, encoding="utf-8")
     return paths
+
+
+# --- the decision alone: one yes/no per pair of turns, no enrichment, nothing stored --------------------
+
+
+def _turn_note(turn: UpdateTurn, scope: Scope) -> Note:
+    return Note(id=f"t{turn.n}", content=turn.content, scope=scope, event_time=datetime.fromisoformat(turn.time))
+
+
+async def probe_conversation(
+    svc: Any, gold: UpdateConversation, *, concurrency: int = 4, progress: Progress | None = None
+) -> dict[str, Any]:
+    """P(yes) of the supersession question for every pair of turns about the same person (earlier,
+    later), and of the knock-on question for the turns of the gold's knock-on changes; nothing stored.
+    What the threshold decides, without the candidate search and the enrichment around it."""
+    from graphmem.service import judge_knock_on, judge_supersession, same_person
+
+    llm = await svc.llm_caller()
+    scope = Scope(user_id="eval-updates-probe")
+    notes = {t.n: _turn_note(t, scope) for t in gold.turns}
+    pairs = [(a, b) for a in notes for b in notes if a < b and same_person(notes[b], notes[a])]
+    knock = [
+        (t, new)
+        for new, old in gold.supersedes
+        for t in notes
+        if t < new and t != old and (new, t) not in set(gold.supersedes) and same_person(notes[new], notes[t])
+    ]
+    usage = Usage()
+    gate = asyncio.Semaphore(concurrency)
+    done = 0
+    total = len(pairs) + len(knock)
+
+    async def ask(kind: str, a: int, b: int) -> float:
+        nonlocal done
+        async with gate:
+            if kind == "supersede":
+                p = await judge_supersession(llm, notes[a], notes[b], usage)
+            else:
+                p = await judge_knock_on(llm, notes[a], notes[b], usage)
+        done += 1
+        if progress is not None:
+            progress(f"probe {gold.id}", done, total)
+        return p
+
+    probs = await asyncio.gather(
+        *(ask("supersede", a, b) for a, b in pairs), *(ask("knock_on", t, new) for t, new in knock)
+    )
+    gold_pairs = {(old, new) for new, old in gold.supersedes}
+    acceptable = {(old, new) for new, old in gold.acceptable}
+    conflicts = _unordered(gold.conflicts)
+    gold_knock = {(t, new) for t, old in gold.knock_on for new in [n for n, o in gold.supersedes if o == old]}
+    return {
+        "id": gold.id,
+        "supersede": [
+            {
+                "earlier": a,
+                "later": b,
+                "p": round(p, 3),
+                "gold": "yes"
+                if (a, b) in gold_pairs or (a, b) in conflicts
+                else "ok"
+                if (a, b) in acceptable
+                else "no",
+            }
+            for (a, b), p in zip(pairs, probs[: len(pairs)], strict=True)
+        ],
+        "knock_on": [
+            {"note": t, "change": new, "p": round(p, 3), "gold": "yes" if (t, new) in gold_knock else "no"}
+            for (t, new), p in zip(knock, probs[len(pairs) :], strict=True)
+        ],
+        "calls": usage.llm_calls,
+        "seconds": round(usage.llm_seconds, 1),
+    }
+
+
+def threshold_table(probes: Sequence[dict[str, Any]], section: str) -> list[dict[str, Any]]:
+    """Precision and recall of a section's yes/no answers at each threshold ('ok' pairs not counted)."""
+    rows = [r for p in probes for r in p[section]]
+    table = []
+    for t in (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9):
+        said = [r for r in rows if r["p"] >= t and r["gold"] != "ok"]
+        tp = sum(r["gold"] == "yes" for r in said)
+        gold = sum(r["gold"] == "yes" for r in rows)
+        table.append(
+            {
+                "threshold": t,
+                "said_yes": len(said),
+                "right": tp,
+                "precision": _ratio(tp, len(said)),
+                "recall": _ratio(tp, gold),
+            }
+        )
+    return table
+
+
+async def run_probe(svc: Any, cfg: UpdatesConfig, *, progress: Progress | None = None) -> dict[str, Any]:
+    convs = load_gold(cfg.gold, cfg.conversations or None)
+    started = time.perf_counter()
+    probes = [await probe_conversation(svc, c, progress=progress) for c in convs]
+    return {
+        "kind": "updates_probe",
+        "config": {
+            "gold": str(cfg.gold or default_gold_path()),
+            "conversations": [c.id for c in convs],
+            "llm": svc.settings.local_model
+            if svc.settings.resolved_llm_provider == "local"
+            else svc.settings.llm_model,
+            "seconds": round(time.perf_counter() - started, 1),
+        },
+        "supersede_thresholds": threshold_table(probes, "supersede"),
+        "knock_on_thresholds": threshold_table(probes, "knock_on"),
+        "conversations": probes,
+    }
+
+
+def probe_markdown(result: dict[str, Any]) -> str:
+    cfg = result["config"]
+    lines = [
+        "# graphmem eval updates --probe",
+        "",
+        f"LLM {cfg['llm']}, {len(cfg['conversations'])} conversations, {cfg['seconds']} s; one yes/no per pair.",
+        "",
+    ]
+    for section in ("supersede", "knock_on"):
+        lines += [f"## {section}", "", "| threshold | said yes | right | precision | recall |", "|---|---|---|---|---|"]
+        for r in result[f"{section}_thresholds"]:
+            lines.append(f"| {r['threshold']} | {r['said_yes']} | {r['right']} | {r['precision']} | {r['recall']} |")
+        lines.append("")
+    return "\n".join(lines)

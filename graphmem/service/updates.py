@@ -175,7 +175,17 @@ async def record(
 
 async def _judge(llm: LLMCaller, note: Note, other: Note, usage: Usage) -> float:
     earlier, later = (other, note) if order(note, other) != "older" else (note, other)
+    return await judge_supersession(llm, earlier, later, usage)
+
+
+async def judge_supersession(llm: LLMCaller, earlier: Note, later: Note, usage: Usage) -> float:
+    """P(yes) that two notes state different values of the same fact about the same person."""
     return await llm.yes_probability(supersede_messages(earlier, later), usage)
+
+
+async def judge_knock_on(llm: LLMCaller, linked: Note, change: Note, usage: Usage) -> float:
+    """P(yes) that ``linked`` is out of date after the change ``change`` states."""
+    return await llm.yes_probability(knock_on_messages(linked, change), usage)
 
 
 async def knock_on(
@@ -207,7 +217,7 @@ async def knock_on(
             pairs.append((other, s.older_id))
             if len(pairs) >= KNOCK_ON_MAX * max(1, len(superseded)):
                 break
-    probs = await asyncio.gather(*(llm.yes_probability(knock_on_messages(o, note), usage) for o, _ in pairs))
+    probs = await asyncio.gather(*(judge_knock_on(llm, o, note, usage) for o, _ in pairs))
     return [
         KnockOn(
             note_id=o.id,

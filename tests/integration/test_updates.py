@@ -196,3 +196,30 @@ async def test_the_updates_eval_scores_the_shipped_gold_with_a_scripted_model(ma
     assert on["answers"]["now"]["asked"] == 4 and on["answers"]["before"]["asked"] == 3
     assert on["per_note"]["llm_calls"] > 0
     assert "supersession_on" in updates_markdown(result)
+
+
+async def test_deleting_the_newer_note_makes_the_older_current_again(make_service: Any, scope: Scope) -> None:
+    svc, _ = await _service(make_service, updates_responder(moves))
+    lyon = await svc.add("Ann: I live in Lyon.", scope, event_time="2021-03-01")
+    berlin = await svc.add("Ann: I moved to Berlin.", scope, event_time="2024-06-01")
+    assert [s.older_id for s in berlin.superseded] == [lyon.note.id]
+    (row,) = await svc.store.timeline([lyon.note.id], scope)
+    assert row.valid_to == datetime(2024, 6, 1, tzinfo=UTC) and row.superseded_by == [berlin.note.id]
+    await svc.delete(berlin.note.id, scope)
+    (row,) = await svc.store.timeline([lyon.note.id], scope)
+    assert row.valid_to is None and row.superseded_by == []
+    hits = await svc.search("Where does Ann live?", scope, k=2)
+    assert [h.note.id for h in hits] == [lyon.note.id] and hits[0].timeline.status == "current"  # type: ignore[union-attr]
+
+
+async def test_the_probe_scores_each_threshold(make_service: Any) -> None:
+    from graphmem.evaluation.updates import UpdatesConfig, run_probe
+
+    svc, _ = await _service(make_service, updates_responder(moves, knock_on=commutes))
+    result = await run_probe(svc, UpdatesConfig(conversations=("maya-moves",)))
+    (conv,) = result["conversations"]
+    assert {(r["earlier"], r["later"]) for r in conv["supersede"]} >= {(1, 6), (3, 7), (5, 8), (4, 10)}
+    assert all(r["earlier"] < r["later"] for r in conv["supersede"])
+    at_half = next(r for r in result["supersede_thresholds"] if r["threshold"] == 0.5)
+    assert at_half["right"] >= 1 and at_half["precision"] is not None
+    assert conv["calls"] == len(conv["supersede"]) + len(conv["knock_on"])

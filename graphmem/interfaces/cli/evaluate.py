@@ -316,11 +316,15 @@ def updates_cmd(
     keep: Annotated[
         bool, typer.Option("--keep", help="keep the run's notes in Neo4j (user eval-updates) to explore")
     ] = False,
+    probe: Annotated[
+        bool,
+        typer.Option("--probe", help="only the yes/no decisions: every pair of turns, no enrichment, nothing stored"),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Memory that changes over time (issue 28): supersession precision/recall, conflicts, knock-on
     checks and answers about now / before / when / clashes, against gold conversations."""
-    from graphmem.evaluation.updates import UpdatesConfig, load_gold, run_updates_eval, write_outputs
+    from graphmem.evaluation.updates import UpdatesConfig, load_gold, run_probe, run_updates_eval, write_outputs
     from graphmem.local import chat_model
     from graphmem.service import AsyncMemoryService
 
@@ -332,6 +336,8 @@ def updates_cmd(
     async def main(update: Callable[[str, int, int], None]) -> dict[str, Any]:
         model = await asyncio.to_thread(chat_model, settings)  # the local LLM starts off the event loop
         async with await AsyncMemoryService.create(settings, chat_model=model) as svc:
+            if probe:
+                return await run_probe(svc, cfg, progress=update)
             if not compare:
                 return await run_updates_eval(svc, cfg, progress=update)
             off = settings.model_copy(update={"enable_supersession": False})
@@ -344,7 +350,7 @@ def updates_cmd(
     if as_json:
         print_json(result)
         return
-    console.print((out / "updates.md").read_text(encoding="utf-8").split("\n## ", 1)[0])
+    console.print(written["markdown"].read_text(encoding="utf-8"))
     _print_outputs(written)
 
 
