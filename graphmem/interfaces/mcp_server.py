@@ -61,6 +61,10 @@ def _hit_brief(hit: SearchHit) -> dict[str, Any]:
     out["found_by"] = list(hit.found_by)
     if hit.linked_via:
         out["linked_via"] = [{"from_id": v.from_id, "type": v.type.value, "reason": v.reason} for v in hit.linked_via]
+    if hit.timeline is not None and (
+        hit.timeline.status != "current" or hit.timeline.history or hit.timeline.conflicts
+    ):
+        out["timeline"] = hit.timeline.model_dump(mode="json", exclude_defaults=True)  # issue 28
     return out
 
 
@@ -182,9 +186,11 @@ def create_mcp_server(
             SearchMode | None,
             Field(description="vector, links (vector + linked notes) or hybrid (+ full-text)"),
         ] = None,
+        history: Annotated[bool, Field(description="every note, superseded ones marked")] = False,
+        as_of: Annotated[str | None, Field(description="the state at this ISO date or datetime")] = None,
     ) -> dict[str, Any]:
         async def work(svc: AsyncMemoryService) -> dict[str, Any]:
-            hits = await svc.search(query, scope, k=k, mode=mode)
+            hits = await svc.search(query, scope, k=k, mode=mode, history=history, as_of=as_of)
             return {"hits": [_hit_brief(h) for h in hits]}
 
         out: dict[str, Any] = await call(work)
@@ -197,9 +203,11 @@ def create_mcp_server(
     async def ask(
         question: Annotated[str, Field(description="the question")],
         k: Annotated[int | None, Field(ge=1, le=LIMITS.k_max, description="notes to retrieve")] = None,
+        history: Annotated[bool, Field(description="every note, superseded ones marked")] = False,
+        as_of: Annotated[str | None, Field(description="the state at this ISO date or datetime")] = None,
     ) -> dict[str, Any]:
         async def work(svc: AsyncMemoryService) -> dict[str, Any]:
-            result = await svc.ask(question, scope, k=k)
+            result = await svc.ask(question, scope, k=k, history=history, as_of=as_of)
             return {
                 "answer": result.answer,
                 "notes": [_hit_brief(h) for h in result.notes],
