@@ -230,6 +230,10 @@ class NoteStore(Protocol):
         """Where each note stands in time (supersessions and conflicts within the scope only)."""
         ...
 
+    async def undo_updates(self, note_id: str, scope: Scope, *, dry_run: bool = False) -> int:
+        """Remove (``dry_run``: count) the SUPERSEDES / CONFLICTS_WITH the add of ``note_id`` recorded."""
+        ...
+
 
 class HistoryStore(Protocol):
     """Chat message histories, per scope and session, stored whole."""

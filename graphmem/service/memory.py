@@ -667,8 +667,12 @@ class AsyncMemoryService:
         (``caused_by``; with ``keep_follows`` its FOLLOWS link stays) and its evolutions of neighbours,
         each reverted to the version before the add only while nothing changed it since, otherwise
         refused and reported; with ``delete_note`` the note too. ``dry_run``: report, write nothing.
-        Works for a note deleted since (its evolutions are still recorded on the neighbours)."""
-        return await versions.undo_add(
+        Works for a note deleted since (its evolutions are still recorded on the neighbours).
+        The supersessions and conflicts the add recorded (issue 28) are removed after it (their own
+        write; with the note when it is deleted), so the notes it superseded are current again."""
+        check_id(note_id, "note id")
+        removed = await self.store.undo_updates(note_id, scope, dry_run=True)
+        undone = await versions.undo_add(
             self.store,
             self._embed,
             self._embed_text,
@@ -678,6 +682,10 @@ class AsyncMemoryService:
             keep_follows=keep_follows,
             dry_run=dry_run,
         )
+        if removed and not dry_run and not undone.note_deleted:
+            removed = await self.store.undo_updates(note_id, scope)
+        undone.updates_removed = removed
+        return undone
 
     async def import_notes(self, records: Iterable[dict[str, Any]], scope: Scope) -> int:
         """Import records made by export_notes (into this scope); embeddings are reused when present."""

@@ -774,6 +774,11 @@ class Neo4jNoteStore:
 
         return await updates.timeline(self, ids, scope)
 
+    async def undo_updates(self, note_id: str, scope: Scope, *, dry_run: bool = False) -> int:
+        from graphmem.store import updates
+
+        return await updates.undo(self, note_id, scope, dry_run=dry_run)
+
 
 def _plain(records: Sequence[Record]) -> Rows:
     """Records as dicts of their values. Every query returns maps, lists and scalars (no nodes), so

@@ -93,3 +93,8 @@ async def timeline(store: Neo4jNoteStore, ids: Sequence[str], scope: Scope) -> l
         return []
     rows = await store.run("updates/timeline", ids=list(dict.fromkeys(ids)), **scope.params())
     return [row_from_record(r) for r in rows]
+
+
+async def undo(store: Neo4jNoteStore, note_id: str, scope: Scope, *, dry_run: bool) -> int:
+    rows = await store.run_write("updates/undo", note_id=note_id, **scope.params(), dry_run=dry_run)
+    return int(rows[0]["removed"]) if rows else 0

@@ -223,3 +223,18 @@ async def test_the_probe_scores_each_threshold(make_service: Any) -> None:
     at_half = next(r for r in result["supersede_thresholds"] if r["threshold"] == 0.5)
     assert at_half["right"] >= 1 and at_half["precision"] is not None
     assert conv["calls"] == len(conv["supersede"]) + len(conv["knock_on"])
+
+
+async def test_undoing_the_add_removes_its_supersession(make_service: Any, scope: Scope) -> None:
+    svc, _ = await _service(make_service, updates_responder(moves))
+    lyon = await svc.add("Ann: I live in Lyon.", scope, event_time="2021-03-01")
+    berlin = await svc.add("Ann: I moved to Berlin.", scope, event_time="2024-06-01")
+    assert len(berlin.superseded) == 1
+    preview = await svc.undo_add(berlin.note.id, scope, dry_run=True)
+    assert preview.updates_removed == 1
+    (row,) = await svc.store.timeline([lyon.note.id], scope)
+    assert row.superseded_by == [berlin.note.id]  # a dry run writes nothing
+    undone = await svc.undo_add(berlin.note.id, scope)
+    assert undone.updates_removed == 1
+    (row,) = await svc.store.timeline([lyon.note.id], scope)
+    assert row.superseded_by == [] and row.valid_to is None
