@@ -440,6 +440,9 @@ class IngestItem(BaseModel):
     settled_before: int | None = None
     written_with: int | None = None  # notes written in the same statement and transaction as this one
     usage: Usage = Field(default_factory=Usage)
+    superseded: list[Supersession] = Field(default_factory=list)  # issue 28, as in AddResult
+    conflicts: list[Conflict] = Field(default_factory=list)
+    knock_on: list[KnockOn] = Field(default_factory=list)
 
 
 class IngestReport(BaseModel):

@@ -42,6 +42,7 @@ from graphmem.models import (
     EvolutionPlan,
     IngestItem,
     IngestReport,
+    IngestStatus,
     Link,
     LinkType,
     NeighbourUpdate,
@@ -541,14 +542,20 @@ class AsyncMemoryService:
         on_item: Callable[[IngestItem], None] | None = None,
     ) -> builtins.list[IngestReport]:
         """``ingest`` of several scopes at once, sharing ``concurrency``: the scopes run in parallel,
-        each in its own order. One report per (scope, items) pair, in the same order."""
-        return await ingest.ingest(
-            self,
-            batches,
-            concurrency=self.settings.resolved_ingest_concurrency if concurrency is None else concurrency,
-            enrich=enrich,
-            on_item=on_item,
+        each in its own order. One report per (scope, items) pair, in the same order. Supersession
+        (issue 28) runs once the notes are stored, each note judged against the notes before it."""
+        n = self.settings.resolved_ingest_concurrency if concurrency is None else concurrency
+        reports = await ingest.ingest(self, batches, concurrency=n, enrich=enrich, on_item=on_item)
+        enriched = any(
+            it.status == IngestStatus.ADDED and it.enrichment == EnrichmentStatus.DONE
+            for r in reports
+            for it in r.items
         )
+        if self.settings.enable_supersession and enriched:  # raw ingests call no LLM
+            llm = await self.llm_caller()
+            for report in reports:
+                await updates.record_ingested(self.store, llm, self.settings, report, concurrency=n)
+        return reports
 
     async def update(self, note_id: str, scope: Scope, content: str) -> AddResult:
         """New content: re-enrich, re-embed, keep the previous values as a version."""

@@ -45,7 +45,19 @@ from graphmem.config import Settings
 from graphmem.errors import LLMError
 from graphmem.llm.calls import LLMCaller
 from graphmem.llm.update_prompts import TIMELINE_RULE, knock_on_messages, supersede_messages
-from graphmem.models import AddResult, ConstructedNote, LinkType, Note, Scope, SearchHit, Usage
+from graphmem.models import (
+    AddResult,
+    ConstructedNote,
+    EnrichmentStatus,
+    IngestItem,
+    IngestReport,
+    IngestStatus,
+    LinkType,
+    Note,
+    Scope,
+    SearchHit,
+    Usage,
+)
 from graphmem.ports import NoteStore
 from graphmem.service import retrieve
 from graphmem.timeline import Conflict, KnockOn, NoteTimeline, Supersession, TimelineEntry, TimelineRow, as_utc
@@ -122,8 +134,10 @@ def reason_of(earlier: Note, later: Note) -> str:
 # --- the write side -------------------------------------------------------------------------------
 
 
-async def candidates(store: NoteStore, built: ConstructedNote, settings: Settings) -> list[Note]:
-    """Notes of the scope the new note may supersede or clash with (nothing stored)."""
+async def candidates(
+    store: NoteStore, built: ConstructedNote, settings: Settings, skip: frozenset[str] = frozenset()
+) -> list[Note]:
+    """Notes of the scope the new note may supersede or clash with (nothing stored); never ``skip``."""
     note, k = built.note, settings.supersession_candidates
     words = " ".join([note.content, *note.keywords, *note.tags])
     share = settings.common_word_share if settings.common_word_share < 1.0 else None
@@ -132,17 +146,26 @@ async def candidates(store: NoteStore, built: ConstructedNote, settings: Setting
         store.fulltext_search(words, note.scope, 2 * k, embedding=built.embedding, common_share=share),
     )
     fused = retrieve.fuse(vector, [m for m in text if m.note.id != note.id], settings.fulltext_weight)
-    return [h.note for h in fused if h.note.id != note.id and same_person(note, h.note)][: 2 * k]
+    return [h.note for h in fused if h.note.id != note.id and h.note.id not in skip and same_person(note, h.note)][
+        : 2 * k
+    ]
 
 
 async def record(
-    store: NoteStore, llm: LLMCaller, settings: Settings, built: ConstructedNote, result: AddResult
+    store: NoteStore,
+    llm: LLMCaller,
+    settings: Settings,
+    built: ConstructedNote,
+    result: AddResult,
+    *,
+    skip: frozenset[str] = frozenset(),
 ) -> AddResult:
     """After an add: judge the candidates, write supersessions and conflicts, re-check the notes
-    linked to the superseded ones; everything reported in ``result`` (refusals in ``rejected``)."""
+    linked to the superseded ones; everything reported in ``result`` (refusals in ``rejected``).
+    ``skip``: notes never judged from this side (the later notes of an ingest judge this one)."""
     note, usage, threshold = built.note, built.usage, settings.supersession_threshold
     try:
-        found = await candidates(store, built, settings)
+        found = await candidates(store, built, settings, skip)
         rows = {r.note_id: r for r in await store.timeline([n.id for n in found], note.scope)}
         when = time_of(note)
         judged = [n for n in found if not superseded_before(rows.get(n.id), when)][: settings.supersession_candidates]
@@ -228,6 +251,36 @@ async def knock_on(
         )
         for (o, via), p in zip(pairs, probs, strict=True)
     ]
+
+
+async def record_ingested(
+    store: NoteStore, llm: LLMCaller, settings: Settings, report: IngestReport, *, concurrency: int
+) -> None:
+    """``record`` for the notes an agentic ingest added, once they are all stored: each note is
+    judged against the notes before it (stored earlier, or earlier in the batch), never a later
+    one, which judges it from its own side; so every pair is asked once. Results go to the items."""
+    added = [
+        it
+        for it in sorted(report.items, key=lambda x: x.index)
+        if it.status == IngestStatus.ADDED and it.note_id and it.enrichment == EnrichmentStatus.DONE
+    ]
+    later = [frozenset(it.note_id for it in added[i + 1 :] if it.note_id) for i in range(len(added))]
+    gate = asyncio.Semaphore(max(1, concurrency))
+
+    async def one(item: IngestItem, skip: frozenset[str]) -> None:
+        async with gate:
+            assert item.note_id is not None
+            note = await store.get(item.note_id, item.scope, with_embedding=True)
+            if note is None or not note.embedding:
+                return
+            built = ConstructedNote(note=note, embedding=list(note.embedding))
+            result = await record(store, llm, settings, built, AddResult(note=note, created=True), skip=skip)
+        item.superseded, item.conflicts, item.knock_on = result.superseded, result.conflicts, result.knock_on
+        item.rejected.extend(result.rejected)
+        item.usage.add(built.usage)
+        report.usage.add(built.usage)
+
+    await asyncio.gather(*(one(it, skip) for it, skip in zip(added, later, strict=True)))
 
 
 # --- the read side --------------------------------------------------------------------------------

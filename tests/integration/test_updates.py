@@ -238,3 +238,24 @@ async def test_undoing_the_add_removes_its_supersession(make_service: Any, scope
     assert undone.updates_removed == 1
     (row,) = await svc.store.timeline([lyon.note.id], scope)
     assert row.superseded_by == [] and row.valid_to is None
+
+
+async def test_an_agentic_ingest_records_each_supersession_once(make_service: Any, scope: Scope) -> None:
+    from graphmem.models import NoteInput
+
+    svc, model = await _service(make_service, updates_responder(moves))
+    report = await svc.ingest(
+        [
+            NoteInput(content="Ann: I moved to Berlin.", event_time="2024-06-01"),
+            NoteInput(content="Ann: I live in Lyon.", event_time="2021-03-01"),  # an older fact, later in the batch
+            NoteInput(content="Bo: I play the cello.", event_time="2021-03-02"),
+        ],
+        scope,
+        concurrency=2,
+    )
+    berlin, lyon, _ = report.items
+    recorded = [(s.newer_id, s.older_id) for it in report.items for s in it.superseded]
+    assert recorded == [(berlin.note_id, lyon.note_id)]  # judged once, from the later item's side
+    assert lyon.superseded and not berlin.superseded
+    asked = [m for m in model.calls if str(m[0].content) == SUPERSEDE_SYSTEM]
+    assert len([m for m in asked if "Berlin" in str(m[-1].content) and "Lyon" in str(m[-1].content)]) == 1
