@@ -36,7 +36,7 @@ from graphmem.models import (
     UndoOutcome,
     UndoWrite,
 )
-from graphmem.timeline import TimelineRow
+from graphmem.timeline import TimelineEntry, TimelineRow
 
 
 class NoteStore(Protocol):
@@ -232,6 +232,14 @@ class NoteStore(Protocol):
 
     async def undo_updates(self, note_id: str, scope: Scope, *, dry_run: bool = False) -> int:
         """Remove (``dry_run``: count) the SUPERSEDES / CONFLICTS_WITH the add of ``note_id`` recorded."""
+        ...
+
+    async def chains(self, scope: Scope, limit: int = 1000) -> list[tuple[TimelineEntry, list[TimelineEntry]]]:
+        """The scope's supersession chains: each current note that superseded others, and those notes."""
+        ...
+
+    async def derive(self, note_id: str, source_ids: Sequence[str], scope: Scope) -> list[str]:
+        """DERIVED_FROM from a synthesis note to its sources (all of the scope); the sources linked."""
         ...
 
 

@@ -79,6 +79,25 @@ class NoteTimeline(BaseModel):
     replaces_hit: str | None = Field(None, description="the superseded hit this current note stands in for")
 
 
+class Synthesis(BaseModel):
+    """A note consolidation proposes (or wrote): the dated history of one supersession chain, in the
+    sources' own words, derived from every note of the chain (``DERIVED_FROM``)."""
+
+    note_id: str
+    content: str
+    sources: list[str]  # the chain, newest first
+    since: datetime  # the current note's time (the synthesis's event time)
+    status: Literal["proposed", "written", "exists"] = "proposed"
+    replaces: str | None = Field(None, description="an earlier synthesis of a shorter chain it supersedes")
+
+
+class ConsolidationResult(BaseModel):
+    """What ``consolidate`` proposed, and in a run that is not a dry run, wrote. Sources never change."""
+
+    dry_run: bool
+    syntheses: list[Synthesis] = Field(default_factory=list)
+
+
 @dataclass
 class TimelineRow:
     """What the store reads of one note's place in time (``NoteStore.timeline``)."""

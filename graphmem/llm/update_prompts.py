@@ -36,7 +36,7 @@ TIMELINE_RULE = (
     "and notes marked 'SUPERSEDED' hold earlier values, with the dates they held. For a question about now, "
     "answer with the current value; for a question about the past, with the earlier value. A note marked "
     "'CLASH' disagrees with another note with no order in time: then say that the memory holds two "
-    "conflicting statements and give both, with their dates."
+    "conflicting statements and give both, with their dates. A note marked 'DERIVED' summarises other notes."
 )
 
 

@@ -70,6 +70,7 @@ from graphmem.service.context import build_context
 from graphmem.service.items import ItemService
 from graphmem.service.stats import RetrievalStats
 from graphmem.service.text import cosine, embed_text
+from graphmem.timeline import ConsolidationResult, Synthesis
 
 Progress = Callable[[int, int], None]
 
@@ -693,6 +694,26 @@ class AsyncMemoryService:
             removed = await self.store.undo_updates(note_id, scope)
         undone.updates_removed = removed
         return undone
+
+    async def consolidate(self, scope: Scope, *, dry_run: bool = True) -> ConsolidationResult:
+        """Consolidation that only adds (issue 28): one synthesis note per supersession chain of the
+        scope (the dated history in the notes' own words, no LLM), with DERIVED_FROM links to every
+        source; a chain that grew supersedes its earlier synthesis. ``dry_run`` (the default) proposes
+        and writes nothing. Sources never change; ``undo_add(id, delete_note=True)`` removes one."""
+
+        async def add(p: Synthesis) -> AddResult:
+            return await self.add(
+                p.content,
+                scope,
+                note_id=p.note_id,
+                event_time=p.since,
+                category=updates.SYNTHESIS,
+                metadata={"derived_from": str(len(p.sources))},
+                enrich=False,
+                evolve=False,
+            )
+
+        return await updates.consolidate(self.store, add, scope, dry_run=dry_run)
 
     async def import_notes(self, records: Iterable[dict[str, Any]], scope: Scope) -> int:
         """Import records made by export_notes (into this scope); embeddings are reused when present."""

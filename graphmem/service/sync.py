@@ -41,6 +41,7 @@ from graphmem.models import (
 )
 from graphmem.service.chat import ChatModelSource
 from graphmem.service.memory import AsyncMemoryService, Progress
+from graphmem.timeline import ConsolidationResult
 
 T = TypeVar("T")
 
@@ -242,6 +243,9 @@ class MemoryService:
         strength: float = 0.5,
     ) -> Link:
         return self._loop.run(self.aio.link(source_id, target_id, scope, type, reason, strength))
+
+    def consolidate(self, scope: Scope, *, dry_run: bool = True) -> ConsolidationResult:
+        return self._loop.run(self.aio.consolidate(scope, dry_run=dry_run))
 
     def import_notes(self, records: Iterable[dict[str, Any]], scope: Scope) -> int:
         return self._loop.run(self.aio.import_notes(records, scope))

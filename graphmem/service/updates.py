@@ -34,10 +34,11 @@ Read side (``annotate``, ``context_marks``): a superseded hit stands aside for i
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -60,7 +61,17 @@ from graphmem.models import (
 )
 from graphmem.ports import NoteStore
 from graphmem.service import retrieve
-from graphmem.timeline import Conflict, KnockOn, NoteTimeline, Supersession, TimelineEntry, TimelineRow, as_utc
+from graphmem.timeline import (
+    Conflict,
+    ConsolidationResult,
+    KnockOn,
+    NoteTimeline,
+    Supersession,
+    Synthesis,
+    TimelineEntry,
+    TimelineRow,
+    as_utc,
+)
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +81,7 @@ _EPOCH = datetime(1, 1, 1, tzinfo=UTC)
 KNOCK_ON_MAX = 8  # linked notes re-checked per superseded note
 
 Order = Literal["newer", "older", "same"]
+AddSynthesis = Callable[[Synthesis], Awaitable[object]]
 
 
 # --- pure rules -----------------------------------------------------------------------------------
@@ -146,9 +158,15 @@ async def candidates(
         store.fulltext_search(words, note.scope, 2 * k, embedding=built.embedding, common_share=share),
     )
     fused = retrieve.fuse(vector, [m for m in text if m.note.id != note.id], settings.fulltext_weight)
-    return [h.note for h in fused if h.note.id != note.id and h.note.id not in skip and same_person(note, h.note)][
-        : 2 * k
+    kept = [
+        h.note
+        for h in fused
+        if h.note.id != note.id
+        and h.note.id not in skip
+        and h.note.category != SYNTHESIS  # a synthesis is superseded by its successor synthesis only
+        and same_person(note, h.note)
     ]
+    return kept[: 2 * k]
 
 
 async def record(
@@ -283,6 +301,60 @@ async def record_ingested(
     await asyncio.gather(*(one(it, skip) for it, skip in zip(added, later, strict=True)))
 
 
+# --- consolidation that only adds -------------------------------------------------------------------
+
+SYNTHESIS = "synthesis"  # the category of a synthesis note
+_QUOTE_CHARS = 300
+
+
+def synthesis_id(source_ids: Sequence[str]) -> str:
+    """A synthesis note's id: derived from its sources, so consolidating twice writes it once."""
+    return "syn-" + hashlib.sha256("\n".join(sorted(source_ids)).encode("utf-8")).hexdigest()[:40]
+
+
+def synthesis_of(head: TimelineEntry, older: Sequence[TimelineEntry]) -> Synthesis:
+    """The dated history of one supersession chain in its notes' own words (no model writes it)."""
+    past = sorted(older, key=lambda e: (as_utc(e.since) if e.since else _EPOCH, e.note_id), reverse=True)
+
+    def quote(e: TimelineEntry) -> str:
+        return '"' + (e.content if len(e.content) <= _QUOTE_CHARS else e.content[: _QUOTE_CHARS - 3] + "...") + '"'
+
+    parts = [f"since {_day(head.since)}: {quote(head)}"]
+    parts += [f"{_day(e.since)} to {_day(e.until)}: {quote(e)}" for e in past]
+    sources = [head.note_id, *(e.note_id for e in past)]
+    return Synthesis(
+        note_id=synthesis_id(sources),
+        content=f"History, derived from {len(sources)} notes: " + "; ".join(parts) + ".",
+        sources=sources,
+        since=head.since or _EPOCH,
+    )
+
+
+async def consolidate(store: NoteStore, add: AddSynthesis, scope: Scope, *, dry_run: bool) -> ConsolidationResult:
+    """One synthesis note per supersession chain of the scope (the current note and every note it
+    superseded), with DERIVED_FROM links to each; a chain that grew supersedes its earlier synthesis.
+    ``dry_run`` proposes and writes nothing. Sources never change; a synthesis is undone like any add."""
+    proposals = [synthesis_of(head, older) for head, older in await store.chains(scope)]
+    earlier = {p.note_id: synthesis_id(p.sources[1:]) for p in proposals if len(p.sources) > 2}
+    stored = await store.existing_ids([*(p.note_id for p in proposals), *earlier.values()], scope)
+    for p in proposals:
+        if p.note_id in stored:
+            p.status = "exists"
+            continue
+        if earlier.get(p.note_id) in stored:
+            p.replaces = earlier[p.note_id]
+        if dry_run:
+            continue
+        await add(p)
+        await store.derive(p.note_id, p.sources, scope)
+        if p.replaces is not None:
+            await store.supersede(
+                p.note_id, p.replaces, scope, at=p.since, reason="a longer history", p_yes=None, caused_by=p.note_id
+            )
+        p.status = "written"
+    return ConsolidationResult(dry_run=dry_run, syntheses=proposals)
+
+
 # --- the read side --------------------------------------------------------------------------------
 
 
@@ -406,9 +478,15 @@ def mark_of(tl: NoteTimeline | None) -> str | None:
 
 
 def context_marks(hits: Sequence[SearchHit]) -> dict[str, str]:
-    """Note id -> its mark, for the notes that have one."""
-    marks = {h.note.id: mark_of(h.timeline) for h in hits}
-    return {k: v for k, v in marks.items() if v}
+    """Note id -> its mark, for the notes that have one (a synthesis note says it is derived)."""
+    marks: dict[str, str] = {}
+    for h in hits:
+        parts = [m for m in (mark_of(h.timeline),) if m]
+        if h.note.category == SYNTHESIS:
+            parts.insert(0, "DERIVED: a summary of other notes")
+        if parts:
+            marks[h.note.id] = " | ".join(parts)
+    return marks
 
 
 def with_rule(instructions: str | None, marks: Mapping[str, str]) -> str | None:

@@ -63,7 +63,7 @@ from graphmem.store.records import (
     state_from_record,
     version_from_record,
 )
-from graphmem.timeline import TimelineRow
+from graphmem.timeline import TimelineEntry, TimelineRow
 
 log = logging.getLogger(__name__)
 
@@ -778,6 +778,16 @@ class Neo4jNoteStore:
         from graphmem.store import updates
 
         return await updates.undo(self, note_id, scope, dry_run=dry_run)
+
+    async def chains(self, scope: Scope, limit: int = 1000) -> list[tuple[TimelineEntry, list[TimelineEntry]]]:
+        from graphmem.store import updates
+
+        return await updates.chains(self, scope, limit)
+
+    async def derive(self, note_id: str, source_ids: Sequence[str], scope: Scope) -> list[str]:
+        from graphmem.store import updates
+
+        return await updates.derive(self, note_id, source_ids, scope)
 
 
 def _plain(records: Sequence[Record]) -> Rows:

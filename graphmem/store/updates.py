@@ -98,3 +98,23 @@ async def timeline(store: Neo4jNoteStore, ids: Sequence[str], scope: Scope) -> l
 async def undo(store: Neo4jNoteStore, note_id: str, scope: Scope, *, dry_run: bool) -> int:
     rows = await store.run_write("updates/undo", note_id=note_id, **scope.params(), dry_run=dry_run)
     return int(rows[0]["removed"]) if rows else 0
+
+
+async def chains(store: Neo4jNoteStore, scope: Scope, limit: int) -> list[tuple[TimelineEntry, list[TimelineEntry]]]:
+    rows = await store.run("updates/chains", **scope.params(), limit=limit)
+    out = []
+    for r in rows:
+        head = TimelineEntry(note_id=r["head"]["id"], content=r["head"]["content"], since=native(r["head"]["since"]))
+        older = [
+            TimelineEntry(note_id=x["id"], content=x["content"], since=native(x["since"]), until=native(x["until"]))
+            for x in r["older"]
+        ]
+        out.append((head, older))
+    return out
+
+
+async def derive(store: Neo4jNoteStore, note_id: str, source_ids: Sequence[str], scope: Scope) -> list[str]:
+    rows = await store.run_write(
+        "updates/derive", note_id=note_id, **scope.params(), source_ids=list(source_ids), now=utcnow()
+    )
+    return [r["source_id"] for r in rows]

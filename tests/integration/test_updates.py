@@ -259,3 +259,45 @@ async def test_an_agentic_ingest_records_each_supersession_once(make_service: An
     assert lyon.superseded and not berlin.superseded
     asked = [m for m in model.calls if str(m[0].content) == SUPERSEDE_SYSTEM]
     assert len([m for m in asked if "Berlin" in str(m[-1].content) and "Lyon" in str(m[-1].content)]) == 1
+
+
+async def test_consolidation_only_adds_previews_first_and_is_undone_like_an_add(
+    make_service: Any, scope: Scope, graph: Any
+) -> None:
+    svc, model = await _service(make_service, updates_responder(moves))
+    lyon = await svc.add("Ann: I live in Lyon.", scope, event_time="2021-03-01")
+    paris = await svc.add("Ann: I moved to Paris.", scope, event_time="2022-05-01")
+    before = {n: _state(graph, n) for n in (lyon.note.id, paris.note.id)}
+    count = await svc.count(scope)
+
+    preview = await svc.consolidate(scope)  # a dry run by default: proposes, writes nothing
+    (p,) = preview.syntheses
+    assert preview.dry_run and p.status == "proposed" and p.sources == [paris.note.id, lyon.note.id]
+    assert "since 1 May 2022" in p.content and "1 March 2021 to 1 May 2022" in p.content and "Lyon" in p.content
+    assert await svc.count(scope) == count
+
+    done = await svc.consolidate(scope, dry_run=False)
+    assert [s.status for s in done.syntheses] == ["written"]
+    derived = graph.q(
+        "MATCH (s:Note {id: $id})-[r:DERIVED_FROM]->(n:Note) RETURN n.id AS id, r.user_id AS u", id=p.note_id
+    )
+    assert {r["id"] for r in derived} == {lyon.note.id, paris.note.id} and {r["u"] for r in derived} == {scope.user_id}
+    assert (await svc.get(p.note_id, scope)).category == "synthesis"
+    assert {n: _state(graph, n) for n in before} == before  # sources never change
+    assert [s.status for s in (await svc.consolidate(scope, dry_run=False)).syntheses] == ["exists"]
+
+    # The chain grows: the new synthesis supersedes the earlier one (versioned, nothing rewritten).
+    berlin = await svc.add("Ann: I moved to Berlin.", scope, event_time="2024-06-01")
+    assert {s.older_id for s in berlin.superseded} >= {paris.note.id}
+    grown = await svc.consolidate(scope, dry_run=False)
+    (g,) = [s for s in grown.syntheses if s.status == "written"]
+    assert g.replaces == p.note_id and g.sources[0] == berlin.note.id
+    hits = await svc.search("Where has Ann lived?", scope, k=5)
+    assert g.note_id in [h.note.id for h in hits] and p.note_id not in [h.note.id for h in hits]
+    await svc.ask("Where has Ann lived?", scope, k=5)
+    assert "DERIVED: a summary of other notes" in str(model.calls[-1][-1].content)
+
+    undone = await svc.undo_add(g.note_id, scope, delete_note=True)
+    assert undone.note_deleted and await svc.store.existing_ids([g.note_id], scope) == set()
+    (row,) = await svc.store.timeline([p.note_id], scope)
+    assert row.superseded_by == []  # the earlier synthesis is current again

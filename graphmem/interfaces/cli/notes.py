@@ -311,6 +311,30 @@ def repair(
     print_json({"repaired": n}) if as_json else console.print(f"repaired {n} notes")
 
 
+@app.command()
+def consolidate(
+    user: UserOpt = "default",
+    agent: AgentOpt = "default",
+    run: RunOpt = "default",
+    apply: Annotated[bool, typer.Option("--apply", help="write the proposed notes (default: a dry run)")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Consolidation that only adds: one synthesis note per supersession chain (its dated history in
+    the notes' own words, DERIVED_FROM every source). A dry run unless --apply; sources never change;
+    `graphmem undo SYNTHESIS --delete-note` removes one."""
+    scope = make_scope(user, agent, run)
+    result = run_service(lambda svc: svc.consolidate(scope, dry_run=not apply))
+    if as_json:
+        print_json(result.model_dump(mode="json"))
+        return
+    head = "proposed (dry run; --apply writes them)" if result.dry_run else "consolidated"
+    console.print(f"[bold]{head}[/]: {len(result.syntheses)} supersession chains")
+    for p in result.syntheses:
+        extra = f", supersedes {p.replaces}" if p.replaces else ""
+        console.print(f"  [{p.status}] {p.note_id}{extra}\n    {p.content[:300]}")
+        console.print(f"    [dim]DERIVED_FROM {', '.join(p.sources)}[/]")
+
+
 @app.command("export")
 def export_cmd(
     out: Annotated[Path, typer.Argument(help="JSONL file to write ('-' for stdout)")],
