@@ -311,6 +311,21 @@ def create_mcp_server(
         out: dict[str, Any] = await call(work)
         return out
 
+    @server.tool(
+        description="Consolidate memory by adding only: one synthesis note per chain of superseded facts "
+        "(their dated history in the notes' own words), linked DERIVED_FROM every source, which never "
+        "change. A dry run by default (proposes, writes nothing); undo_add with delete_note removes one.",
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True),
+    )
+    async def consolidate(
+        dry_run: Annotated[bool, Field(description="propose only; false writes the synthesis notes")] = True,
+    ) -> dict[str, Any]:
+        async def work(svc: AsyncMemoryService) -> dict[str, Any]:
+            return (await svc.consolidate(scope, dry_run=dry_run)).model_dump(mode="json")
+
+        out: dict[str, Any] = await call(work)
+        return out
+
     return server
 
 

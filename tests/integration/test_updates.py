@@ -301,3 +301,29 @@ async def test_consolidation_only_adds_previews_first_and_is_undone_like_an_add(
     assert undone.note_deleted and await svc.store.existing_ids([g.note_id], scope) == set()
     (row,) = await svc.store.timeline([p.note_id], scope)
     assert row.superseded_by == []  # the earlier synthesis is current again
+
+
+async def test_rest_search_as_of_and_consolidate(make_service: Any, scope: Scope) -> None:
+    import httpx
+    from pydantic import SecretStr
+
+    from graphmem.interfaces.rest import create_app
+
+    key = "updates-key-0123456789abcdef"
+    svc, _ = await _service(make_service, updates_responder(moves), api_keys=SecretStr(key), auth_disabled=False)
+    lyon = await svc.add("Ann: I live in Lyon.", scope, event_time="2021-03-01")
+    berlin = await svc.add("Ann: I moved to Berlin.", scope, event_time="2024-06-01")
+    transport = httpx.ASGITransport(app=create_app(svc.settings, svc))
+    headers = {"X-API-Key": key, "X-User-Id": scope.user_id}
+    async with httpx.AsyncClient(transport=transport, base_url="http://api", headers=headers) as client:
+        now = await client.post("/v1/search", json={"query": "Where does Ann live?", "k": 1})
+        assert now.status_code == 200, now.text
+        (hit,) = now.json()["hits"]
+        assert hit["note"]["id"] == berlin.note.id and hit["timeline"]["history"][0]["note_id"] == lyon.note.id
+        then = await client.post("/v1/search", json={"query": "Where does Ann live?", "k": 2, "as_of": "2022-01-01"})
+        assert [h["note"]["id"] for h in then.json()["hits"]] == [lyon.note.id]
+        dry = await client.post("/v1/consolidate", json={})
+        assert dry.status_code == 200 and dry.json()["dry_run"] is True
+        assert [s["status"] for s in dry.json()["syntheses"]] == ["proposed"]
+        done = await client.post("/v1/consolidate", json={"dry_run": False})
+        assert [s["status"] for s in done.json()["syntheses"]] == ["written"]
