@@ -282,8 +282,10 @@ async def run_updates_eval(
             if svc.settings.resolved_llm_provider == "local"
             else svc.settings.llm_model,
         },
-        "supersession_on": await _arm(svc, convs, cfg, run_id, "on", progress),
     }
+    # The arm is named by what the service does (GRAPHMEM_ENABLE_SUPERSESSION=false runs the "off" arm alone).
+    arm = "on" if svc.settings.enable_supersession else "off"
+    result[f"supersession_{arm}"] = await _arm(svc, convs, cfg, run_id, arm, progress)
     if cfg.compare and baseline is not None:
         result["supersession_off"] = await _arm(baseline, convs, cfg, run_id, "off", progress)
     result["config"]["seconds"] = round(time.perf_counter() - started, 1)

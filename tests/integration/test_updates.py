@@ -327,3 +327,15 @@ async def test_rest_search_as_of_and_consolidate(make_service: Any, scope: Scope
         assert [s["status"] for s in dry.json()["syntheses"]] == ["proposed"]
         done = await client.post("/v1/consolidate", json={"dry_run": False})
         assert [s["status"] for s in done.json()["syntheses"]] == ["written"]
+
+
+async def test_the_updates_eval_compares_with_supersession_off(make_service: Any) -> None:
+    from graphmem.evaluation.updates import UpdatesConfig, run_updates_eval
+
+    svc, _ = await _service(make_service, updates_responder(moves, answer="Lyon"))
+    off, _ = await _service(make_service, updates_responder(moves, answer="Lyon"), enable_supersession=False)
+    cfg = UpdatesConfig(conversations=("omar-flatmate",), compare=True, run_id="test-updates-compare")
+    result = await run_updates_eval(svc, cfg, baseline=off)
+    assert result["supersession_off"]["overall"]["supersession"]["right"] == 0
+    alone = await run_updates_eval(off, UpdatesConfig(conversations=("omar-flatmate",), run_id="test-updates-off"))
+    assert "supersession_off" in alone and "supersession_on" not in alone
