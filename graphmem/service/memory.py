@@ -802,6 +802,7 @@ class AsyncMemoryService:
         query = validate_content(query, self.settings.max_content_chars, what="query")
         if filters is not None and not isinstance(filters, SearchFilters):
             raise InvalidInputError("filters must be a graphmem SearchFilters")
+        moment = _moment(as_of)
         usage = usage or Usage()
         if query_embedding is not None:
             vec = list(query_embedding)
@@ -825,8 +826,8 @@ class AsyncMemoryService:
                 text_weight=self.settings.fulltext_weight,
                 common_share=self.settings.common_word_share,
             )
-            if self.settings.enable_supersession or history or as_of is not None:
-                hits = await updates.annotate(self.store, hits, scope, history=history, as_of=_moment(as_of))
+            if self.settings.enable_supersession or history or moment is not None:
+                hits = await updates.annotate(self.store, hits, scope, history=history, as_of=moment)
         usage.store_seconds += time.perf_counter() - t0
         if hits:
             self._stats.record((h.note.id for h in hits), scope)

@@ -124,3 +124,15 @@ def test_the_context_says_what_is_current_and_what_clashes() -> None:
     assert "- Ann: I moved to Berlin.\n  [CURRENT | before: until 1 June 2024" in ctx.text
     assert updates.with_rule(None, {}) is None
     assert updates.with_rule("Be brief.", {"berlin": mark}) == updates.TIMELINE_RULE + "\nBe brief."
+
+
+def test_as_of_must_be_a_date() -> None:
+    import pytest
+
+    from graphmem.errors import InvalidInputError
+    from graphmem.service.memory import _moment
+
+    assert _moment("2024-03-01") == datetime(2024, 3, 1)
+    assert _moment(None) is None
+    with pytest.raises(InvalidInputError):
+        _moment("last spring")
