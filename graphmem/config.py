@@ -119,6 +119,15 @@ class Settings(BaseSettings):
     evolution_reembed: bool = Field(
         False, description="re-embed a neighbour from its evolved context (off: its search vector stays)"
     )
+    # Memory that changes over time (issue 28): a later note with a newer value of what an earlier note
+    # of the scope states supersedes it (SUPERSEDES + valid_to; nothing rewritten); one yes/no per pair.
+    enable_supersession: bool = Field(True, description="find notes a new note supersedes or clashes with")
+    supersession_candidates: int = Field(4, ge=1, le=50, description="earlier notes judged per new note")
+    # 0.7: on the updates gold the 1.5B's P(yes) for pairs that really changed was 0.63-0.81, for other
+    # pairs of one person 0.50-0.73 (docs/updates.md); a hosted model's answers are near 0 or 1.
+    supersession_threshold: float = Field(
+        0.7, ge=0.0, le=1.0, description="P(yes) needed for a supersession, a conflict or a knock-on report"
+    )
     embed_text_variant: EmbedTextVariant = "full"
     max_content_chars: int = Field(8000, ge=1, le=1_000_000)
     search_k: int = Field(10, ge=1, le=LIMITS.k_max)

@@ -36,6 +36,7 @@ from graphmem.models import (
     UndoOutcome,
     UndoWrite,
 )
+from graphmem.models.timeline import TimelineEntry, TimelineRow
 
 
 class NoteStore(Protocol):
@@ -194,6 +195,52 @@ class NoteStore(Protocol):
     async def expand_links(
         self, ids: Sequence[str], scope: Scope, per_hit: int, exclude_ids: Sequence[str]
     ) -> list[LinkedNote]: ...
+
+    # --- memory that changes over time (issue 28; cypher/updates/) ---
+    async def supersede(
+        self,
+        newer_id: str,
+        older_id: str,
+        scope: Scope,
+        *,
+        at: datetime,
+        reason: str,
+        p_yes: float | None,
+        caused_by: str,
+    ) -> bool:
+        """``newer_id`` SUPERSEDES ``older_id`` (both of the scope) and the older note's valid_to; no
+        content changes. False when nothing was written (a note missing or of another scope, a cycle)."""
+        ...
+
+    async def conflict(
+        self,
+        note_id: str,
+        other_id: str,
+        scope: Scope,
+        *,
+        at: datetime,
+        reason: str,
+        p_yes: float | None,
+        caused_by: str,
+    ) -> bool:
+        """A CONFLICTS_WITH between two notes of the scope; False when nothing was written."""
+        ...
+
+    async def timeline(self, ids: Sequence[str], scope: Scope) -> list[TimelineRow]:
+        """Where each note stands in time (supersessions and conflicts within the scope only)."""
+        ...
+
+    async def undo_updates(self, note_id: str, scope: Scope, *, dry_run: bool = False) -> int:
+        """Remove (``dry_run``: count) the SUPERSEDES / CONFLICTS_WITH the add of ``note_id`` recorded."""
+        ...
+
+    async def chains(self, scope: Scope, limit: int = 1000) -> list[tuple[TimelineEntry, list[TimelineEntry]]]:
+        """The scope's supersession chains: each current note that superseded others, and those notes."""
+        ...
+
+    async def derive(self, note_id: str, source_ids: Sequence[str], scope: Scope) -> list[str]:
+        """DERIVED_FROM from a synthesis note to its sources (all of the scope); the sources linked."""
+        ...
 
 
 class HistoryStore(Protocol):

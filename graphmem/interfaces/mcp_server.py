@@ -61,6 +61,10 @@ def _hit_brief(hit: SearchHit) -> dict[str, Any]:
     out["found_by"] = list(hit.found_by)
     if hit.linked_via:
         out["linked_via"] = [{"from_id": v.from_id, "type": v.type.value, "reason": v.reason} for v in hit.linked_via]
+    if hit.timeline is not None and (
+        hit.timeline.status != "current" or hit.timeline.history or hit.timeline.conflicts
+    ):
+        out["timeline"] = hit.timeline.model_dump(mode="json", exclude_defaults=True)  # issue 28
     return out
 
 
@@ -182,9 +186,11 @@ def create_mcp_server(
             SearchMode | None,
             Field(description="vector, links (vector + linked notes) or hybrid (+ full-text)"),
         ] = None,
+        history: Annotated[bool, Field(description="every note, superseded ones marked")] = False,
+        as_of: Annotated[str | None, Field(description="the state at this ISO date or datetime")] = None,
     ) -> dict[str, Any]:
         async def work(svc: AsyncMemoryService) -> dict[str, Any]:
-            hits = await svc.search(query, scope, k=k, mode=mode)
+            hits = await svc.search(query, scope, k=k, mode=mode, history=history, as_of=as_of)
             return {"hits": [_hit_brief(h) for h in hits]}
 
         out: dict[str, Any] = await call(work)
@@ -197,9 +203,11 @@ def create_mcp_server(
     async def ask(
         question: Annotated[str, Field(description="the question")],
         k: Annotated[int | None, Field(ge=1, le=LIMITS.k_max, description="notes to retrieve")] = None,
+        history: Annotated[bool, Field(description="every note, superseded ones marked")] = False,
+        as_of: Annotated[str | None, Field(description="the state at this ISO date or datetime")] = None,
     ) -> dict[str, Any]:
         async def work(svc: AsyncMemoryService) -> dict[str, Any]:
-            result = await svc.ask(question, scope, k=k)
+            result = await svc.ask(question, scope, k=k, history=history, as_of=as_of)
             return {
                 "answer": result.answer,
                 "notes": [_hit_brief(h) for h in result.notes],
@@ -299,6 +307,21 @@ def create_mcp_server(
                 note_id, scope, delete_note=delete_note, keep_follows=keep_follows, dry_run=dry_run
             )
             return result.model_dump(mode="json")
+
+        out: dict[str, Any] = await call(work)
+        return out
+
+    @server.tool(
+        description="Consolidate memory by adding only: one synthesis note per chain of superseded facts "
+        "(their dated history in the notes' own words), linked DERIVED_FROM every source, which never "
+        "change. A dry run by default (proposes, writes nothing); undo_add with delete_note removes one.",
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True),
+    )
+    async def consolidate(
+        dry_run: Annotated[bool, Field(description="propose only; false writes the synthesis notes")] = True,
+    ) -> dict[str, Any]:
+        async def work(svc: AsyncMemoryService) -> dict[str, Any]:
+            return (await svc.consolidate(scope, dry_run=dry_run)).model_dump(mode="json")
 
         out: dict[str, Any] = await call(work)
         return out

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from graphmem.models.notes import EnrichmentStatus, Link, Scope
 from graphmem.models.results import NeighbourChange, Usage
+from graphmem.models.timeline import Conflict, KnockOn, Supersession
 from graphmem.models.validation import validate_content, validate_label
 
 # --- search requests ------------------------------------------------------------------------------
@@ -88,6 +89,9 @@ class IngestItem(BaseModel):
     settled_before: int | None = None
     written_with: int | None = None  # notes written in the same statement and transaction as this one
     usage: Usage = Field(default_factory=Usage)
+    superseded: list[Supersession] = Field(default_factory=list)  # issue 28, as in AddResult
+    conflicts: list[Conflict] = Field(default_factory=list)
+    knock_on: list[KnockOn] = Field(default_factory=list)
 
 
 class IngestReport(BaseModel):

@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from graphmem.models.notes import HitSource, Link, LinkType, Note
+from graphmem.models.timeline import Conflict, KnockOn, NoteTimeline, Supersession
 
 
 class LinkedVia(BaseModel):
@@ -24,6 +25,7 @@ class SearchHit(BaseModel):
     found_by: list[HitSource]
     linked_via: list[LinkedVia] = Field(default_factory=list)
     links: list[Link] = Field(default_factory=list)
+    timeline: NoteTimeline | None = None  # issue 28: current or superseded, its dated history, its clashes
 
 
 class Usage(BaseModel):
@@ -61,6 +63,9 @@ class AddResult(BaseModel):
     rejected: list[str] = Field(default_factory=list)  # LLM proposals refused (bad id/type), why
     candidates: list[str] = Field(default_factory=list)  # ids of the neighbours the link decision was shown
     usage: Usage = Field(default_factory=Usage)
+    superseded: list[Supersession] = Field(default_factory=list)  # issue 28: earlier notes this one replaced
+    conflicts: list[Conflict] = Field(default_factory=list)  # clashes with no order in time
+    knock_on: list[KnockOn] = Field(default_factory=list)  # notes linked to a superseded one, re-checked
 
 
 class AskResult(BaseModel):

@@ -137,6 +137,7 @@ class UndoResult(BaseModel):
     neighbours: list[NeighbourRevert] = Field(default_factory=list)
     note_deleted: bool = False
     links_removed_with_note: int = Field(0, description="links that other adds or people made to or from the note")
+    updates_removed: int = Field(0, description="SUPERSEDES / CONFLICTS_WITH the add recorded (issue 28)")
 
     @property
     def reverted(self) -> list[NeighbourRevert]:

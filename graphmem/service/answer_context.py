@@ -8,7 +8,7 @@ order also lets the model read a sequence of events as one.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -33,17 +33,19 @@ def when(note: Note) -> str:
     return note.event_time.strftime("%Y-%m-%d") if note.event_time else _UNDATED
 
 
-def note_line(note: Note) -> str:
+def note_line(note: Note, mark: str | None = None) -> str:
     extra = f" (context: {note.context})" if note.context else ""
-    return f"- {note.content}{extra}"
+    below = f"\n  [{mark}]" if mark else ""  # where the note stands in time (issue 28: service/updates.py)
+    return f"- {note.content}{extra}{below}"
 
 
 def _header(label: str) -> str:
     return f"[{label}]"
 
 
-def render(notes: Sequence[Note]) -> str:
-    """Notes in time order, one header per date (undated notes first, without a header)."""
+def render(notes: Sequence[Note], marks: Mapping[str, str] | None = None) -> str:
+    """Notes in time order, one header per date (undated notes first, without a header); ``marks``:
+    a line under a note (note id -> text)."""
 
     def key(n: Note) -> tuple[datetime, datetime]:
         ev = n.event_time or _EPOCH
@@ -56,12 +58,16 @@ def render(notes: Sequence[Note]) -> str:
         if label != current and label != _UNDATED:
             lines.append(_header(label))
         current = label
-        lines.append(note_line(n))
+        lines.append(note_line(n, (marks or {}).get(n.id)))
     return "\n".join(lines)
 
 
 def build_context(
-    notes: Sequence[Note], budget: int | None = None, *, count: Callable[[str], int] = count_tokens
+    notes: Sequence[Note],
+    budget: int | None = None,
+    *,
+    count: Callable[[str], int] = count_tokens,
+    marks: Mapping[str, str] | None = None,
 ) -> Context:
     """The notes that fit ``budget`` tokens (all when None), taken in rank order, and their text.
 
@@ -73,17 +79,19 @@ def build_context(
     spent = 0
     for i, n in enumerate(notes):
         label = when(n)
-        cost = count(note_line(n)) + (count(_header(label)) if label != _UNDATED and label not in labels else 0)
+        cost = count(note_line(n, (marks or {}).get(n.id))) + (
+            count(_header(label)) if label != _UNDATED and label not in labels else 0
+        )
         if budget is not None and spent + cost > budget:
             continue
         chosen.append(i)
         labels.add(label)
         spent += cost
-    text = render([notes[i] for i in chosen])
+    text = render([notes[i] for i in chosen], marks)
     tokens = count(text)
     # The estimate is a sum of parts; the text as a whole may count a little differently.
     while budget is not None and tokens > budget and chosen:
         chosen.pop()
-        text = render([notes[i] for i in chosen])
+        text = render([notes[i] for i in chosen], marks)
         tokens = count(text)
     return Context(text=text, used=chosen, tokens=tokens)

@@ -39,6 +39,7 @@ from graphmem.models import (
     EvolutionPlan,
     IngestItem,
     IngestReport,
+    IngestStatus,
     Link,
     LinkType,
     Note,
@@ -57,8 +58,9 @@ from graphmem.models import (
     utcnow,
     validate_content,
 )
+from graphmem.models.timeline import ConsolidationResult, Synthesis
 from graphmem.ports import HistoryStore, ItemStore, NoteStore
-from graphmem.service import bulk, ingest, retrieve, transfer, versions
+from graphmem.service import bulk, ingest, retrieve, transfer, updates, versions
 from graphmem.service.add_steps import AddSteps
 from graphmem.service.answer_context import build_context
 from graphmem.service.chat_model import ChatModelSlot, ChatModelSource
@@ -282,6 +284,8 @@ class AsyncMemoryService:
         if (evolve if evolve is not None else do_enrich) and note.enrichment == EnrichmentStatus.DONE:
             plan = await steps.decide_links(built)
         result = await steps.write_note(built, plan, follows=follows)
+        if self.settings.enable_supersession and result.created and _judged(self, note, evolve, do_enrich):
+            result = await updates.record(self.store, await self.llm_caller(), self.settings, built, result)
         result.usage.total_seconds = time.perf_counter() - started
         return result
 
@@ -345,14 +349,20 @@ class AsyncMemoryService:
         on_item: Callable[[IngestItem], None] | None = None,
     ) -> list[IngestReport]:
         """``ingest`` of several scopes at once, sharing ``concurrency``: the scopes run in parallel,
-        each in its own order. One report per (scope, items) pair, in the same order."""
-        return await ingest.ingest(
-            self.steps,
-            batches,
-            concurrency=self.settings.resolved_ingest_concurrency if concurrency is None else concurrency,
-            enrich=enrich,
-            on_item=on_item,
+        each in its own order. One report per (scope, items) pair, in the same order. Supersession
+        (issue 28) runs once the notes are stored, each note judged against the notes before it."""
+        n = self.settings.resolved_ingest_concurrency if concurrency is None else concurrency
+        reports = await ingest.ingest(self.steps, batches, concurrency=n, enrich=enrich, on_item=on_item)
+        enriched = any(
+            it.status == IngestStatus.ADDED and it.enrichment == EnrichmentStatus.DONE
+            for r in reports
+            for it in r.items
         )
+        if self.settings.enable_supersession and enriched:  # raw ingests call no LLM
+            llm = await self.llm_caller()
+            for report in reports:
+                await updates.record_ingested(self.store, llm, self.settings, report, concurrency=n)
+        return reports
 
     async def update(self, note_id: str, scope: Scope, content: str) -> AddResult:
         """New content: re-enrich, re-embed, keep the previous values as a version."""
@@ -437,8 +447,12 @@ class AsyncMemoryService:
         (``caused_by``; with ``keep_follows`` its FOLLOWS link stays) and its evolutions of neighbours,
         each reverted to the version before the add only while nothing changed it since, otherwise
         refused and reported; with ``delete_note`` the note too. ``dry_run``: report, write nothing.
-        Works for a note deleted since (its evolutions are still recorded on the neighbours)."""
-        return await versions.undo_add(
+        Works for a note deleted since (its evolutions are still recorded on the neighbours).
+        The supersessions and conflicts the add recorded (issue 28) are removed after it (their own
+        write; with the note when it is deleted), so the notes it superseded are current again."""
+        check_id(note_id, "note id")
+        removed = await self.store.undo_updates(note_id, scope, dry_run=True)
+        undone = await versions.undo_add(
             self.store,
             self.steps.embed,
             self.steps.embed_text,
@@ -448,6 +462,30 @@ class AsyncMemoryService:
             keep_follows=keep_follows,
             dry_run=dry_run,
         )
+        if removed and not dry_run and not undone.note_deleted:
+            removed = await self.store.undo_updates(note_id, scope)
+        undone.updates_removed = removed
+        return undone
+
+    async def consolidate(self, scope: Scope, *, dry_run: bool = True) -> ConsolidationResult:
+        """Consolidation that only adds (issue 28): one synthesis note per supersession chain of the
+        scope (the dated history in the notes' own words, no LLM), with DERIVED_FROM links to every
+        source; a chain that grew supersedes its earlier synthesis. ``dry_run`` (the default) proposes
+        and writes nothing. Sources never change; ``undo_add(id, delete_note=True)`` removes one."""
+
+        async def add(p: Synthesis) -> AddResult:
+            return await self.add(
+                p.content,
+                scope,
+                note_id=p.note_id,
+                event_time=p.since,
+                category=updates.SYNTHESIS,
+                metadata={"derived_from": str(len(p.sources))},
+                enrich=False,
+                evolve=False,
+            )
+
+        return await updates.consolidate(self.store, add, scope, dry_run=dry_run)
 
     async def import_notes(self, records: Iterable[dict[str, Any]], scope: Scope) -> int:
         """Import records made by export_notes (into this scope); embeddings are reused when present."""
@@ -519,18 +557,24 @@ class AsyncMemoryService:
         filters: SearchFilters | None = None,
         usage: Usage | None = None,
         query_embedding: Sequence[float] | None = None,
+        history: bool = False,
+        as_of: datetime | str | None = None,
     ) -> list[SearchHit]:
         """Top-k notes of the scope for a query; each hit says how it was found.
 
         mode: ``SearchMode`` or its value: "vector" (HNSW), "links" (vector + one hop along typed
         links), "hybrid" (vector fused with full-text by score, + links; the default).
         ``query_embedding`` skips embedding the query (benchmarks); ``usage`` collects the time.
+        Memory that changes (issue 28): a superseded hit gives its place to its current note, marked
+        with the dated history of what it superseded (``SearchHit.timeline``); ``history=True`` keeps
+        every hit, marked; ``as_of`` gives the state at that time.
         """
         k = check_bound(self.settings.search_k if k is None else k, 1, LIMITS.k_max, "k")
         search_mode = SearchMode.parse(mode or self.settings.search_mode)
         query = validate_content(query, self.settings.max_content_chars, what="query")
         if filters is not None and not isinstance(filters, SearchFilters):
             raise InvalidInputError("filters must be a graphmem SearchFilters")
+        moment = _moment(as_of)
         usage = usage or Usage()
         if query_embedding is not None:
             vec = list(query_embedding)
@@ -554,6 +598,8 @@ class AsyncMemoryService:
                 text_weight=self.settings.fulltext_weight,
                 common_share=self.settings.common_word_share,
             )
+            if self.settings.enable_supersession or history or moment is not None:
+                hits = await updates.annotate(self.store, hits, scope, history=history, as_of=moment)
         usage.store_seconds += time.perf_counter() - t0
         if hits:
             self._stats.record((h.note.id for h in hits), scope)
@@ -569,6 +615,8 @@ class AsyncMemoryService:
         token_budget: int | None = None,
         filters: SearchFilters | None = None,
         instructions: str | None = None,
+        history: bool = False,
+        as_of: datetime | str | None = None,
     ) -> AskResult:
         """Answer from a few relevant notes and their links, within a token budget.
 
@@ -579,10 +627,15 @@ class AsyncMemoryService:
         usage = Usage()
         budget = self.settings.context_token_budget if token_budget is None else token_budget
         check_bound(budget, LIMITS.token_budget_min, LIMITS.token_budget_max, "token budget")
-        hits = await self.search(question, scope, k=k, mode=mode, filters=filters, usage=usage)
-        ctx = build_context([h.note for h in hits], budget)
+        hits = await self.search(
+            question, scope, k=k, mode=mode, filters=filters, usage=usage, history=history, as_of=as_of
+        )
+        marks = updates.context_marks(hits)  # current / superseded / clash lines (issue 28)
+        ctx = build_context([h.note for h in hits], budget, marks=marks)
         used = [hits[i] for i in ctx.used]
         del hits  # only the notes in the context stay in memory while the LLM answers
+        kept = {h.note.id for h in used}
+        instructions = updates.with_rule(instructions, {i: m for i, m in marks.items() if i in kept})
         answer = await self.answer(question, ctx.text or "(no notes)", instructions=instructions, usage=usage)
         usage.total_seconds = time.perf_counter() - started
         return AskResult(question=question, answer=answer, notes=used, context_tokens=ctx.tokens, usage=usage)
@@ -604,3 +657,19 @@ class AsyncMemoryService:
 def _page(limit: int, offset: int, most: int) -> None:
     check_bound(limit, 1, most, "limit")
     check_bound(offset, 0, LIMITS.offset_max, "offset")
+
+
+def _judged(svc: AsyncMemoryService, note: Note, evolve: bool | None, enrich: bool) -> bool:
+    """Whether an add asks the supersession question (issue 28): as for the link step, only for an
+    enriched note (raw mode calls no LLM) and unless the caller turned the step off."""
+    return (evolve if evolve is not None else enrich) and note.enrichment == EnrichmentStatus.DONE
+
+
+def _moment(value: datetime | str | None) -> datetime | None:
+    """``as_of`` as a datetime (an ISO date or datetime string is accepted; naive means UTC)."""
+    if value is None or isinstance(value, datetime):
+        return value
+    try:
+        return datetime.fromisoformat(str(value))
+    except ValueError:
+        raise InvalidInputError(f"as_of is not an ISO date or datetime: {str(value)[:40]!r}") from None

@@ -37,6 +37,7 @@ from graphmem.models import (
     Usage,
     VersionDiff,
 )
+from graphmem.models.timeline import ConsolidationResult
 from graphmem.service.chat_model import ChatModelSource
 from graphmem.service.linking import LinkDecider
 from graphmem.service.memory import AsyncMemoryService, Progress
@@ -218,6 +219,9 @@ class MemoryService:
     ) -> Link:
         return self._loop.run(self.aio.link(source_id, target_id, scope, type, reason, strength))
 
+    def consolidate(self, scope: Scope, *, dry_run: bool = True) -> ConsolidationResult:
+        return self._loop.run(self.aio.consolidate(scope, dry_run=dry_run))
+
     def import_notes(self, records: Iterable[dict[str, Any]], scope: Scope) -> int:
         return self._loop.run(self.aio.import_notes(records, scope))
 
@@ -284,9 +288,21 @@ class MemoryService:
         filters: SearchFilters | None = None,
         usage: Usage | None = None,
         query_embedding: Sequence[float] | None = None,
+        history: bool = False,
+        as_of: datetime | str | None = None,
     ) -> list[SearchHit]:
         return self._loop.run(
-            self.aio.search(query, scope, k=k, mode=mode, filters=filters, usage=usage, query_embedding=query_embedding)
+            self.aio.search(
+                query,
+                scope,
+                k=k,
+                mode=mode,
+                filters=filters,
+                usage=usage,
+                query_embedding=query_embedding,
+                history=history,
+                as_of=as_of,
+            )
         )
 
     def ask(
@@ -299,6 +315,8 @@ class MemoryService:
         token_budget: int | None = None,
         filters: SearchFilters | None = None,
         instructions: str | None = None,
+        history: bool = False,
+        as_of: datetime | str | None = None,
     ) -> AskResult:
         return self._loop.run(
             self.aio.ask(
@@ -309,6 +327,8 @@ class MemoryService:
                 token_budget=token_budget,
                 filters=filters,
                 instructions=instructions,
+                history=history,
+                as_of=as_of,
             )
         )
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any, Self
 
 from neo4j import AsyncManagedTransaction
@@ -35,6 +36,7 @@ from graphmem.models import (
     UndoWrite,
     utcnow,
 )
+from graphmem.models.timeline import TimelineEntry, TimelineRow
 from graphmem.store.fulltext import lucene_query
 from graphmem.store.note_search import EXACT_SCAN_MAX, IN_INDEX_OVER_FETCH, NoteSearch
 from graphmem.store.records import (
@@ -349,6 +351,62 @@ class Neo4jNoteStore(NoteSearch):
     async def note_count(self) -> int:
         rows = await self.run("admin/health")
         return int(rows[0]["notes"])
+
+    # --- memory that changes over time (issue 28; store/updates.py, cypher/updates/) ---------------
+
+    async def supersede(
+        self,
+        newer_id: str,
+        older_id: str,
+        scope: Scope,
+        *,
+        at: datetime,
+        reason: str,
+        p_yes: float | None,
+        caused_by: str,
+    ) -> bool:
+        from graphmem.store import updates
+
+        return await updates.supersede(
+            self, newer_id, older_id, scope, at=at, reason=reason, p_yes=p_yes, caused_by=caused_by
+        )
+
+    async def conflict(
+        self,
+        note_id: str,
+        other_id: str,
+        scope: Scope,
+        *,
+        at: datetime,
+        reason: str,
+        p_yes: float | None,
+        caused_by: str,
+    ) -> bool:
+        from graphmem.store import updates
+
+        return await updates.conflict(
+            self, note_id, other_id, scope, at=at, reason=reason, p_yes=p_yes, caused_by=caused_by
+        )
+
+    async def timeline(self, ids: Sequence[str], scope: Scope) -> list[TimelineRow]:
+        from graphmem.store import updates
+
+        return await updates.timeline(self, ids, scope)
+
+    async def undo_updates(self, note_id: str, scope: Scope, *, dry_run: bool = False) -> int:
+        from graphmem.store import updates
+
+        return await updates.undo(self, note_id, scope, dry_run=dry_run)
+
+    async def chains(self, scope: Scope, limit: int = 1000) -> list[tuple[TimelineEntry, list[TimelineEntry]]]:
+        from graphmem.store import updates
+
+        return await updates.chains(self, scope, limit)
+
+    async def derive(self, note_id: str, source_ids: Sequence[str], scope: Scope) -> list[str]:
+        from graphmem.store import updates
+
+        return await updates.derive(self, note_id, source_ids, scope)
 
 
 def _written(links: Sequence[Link], rows: Rows, now: Any, caused_by: str) -> list[Link]:

@@ -38,7 +38,18 @@ async def test_tools_in_process(mode: str, scope: Scope, other: Scope, make_serv
     server = create_mcp_server(scoped(settings, scope), svc)
     async with Client(server, mode=mode) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
-        assert set(tools) == {"add", "add_many", "search", "ask", "get", "delete", "history", "rollback", "undo_add"}
+        assert set(tools) == {
+            "add",
+            "add_many",
+            "search",
+            "ask",
+            "get",
+            "delete",
+            "history",
+            "rollback",
+            "undo_add",
+            "consolidate",
+        }
         for tool in tools.values():  # the scope is not something a client can pass
             assert not {"user_id", "agent_id", "run_id", "scope"} & set(tool.input_schema["properties"])
         assert tools["search"].annotations.read_only_hint is True
@@ -131,6 +142,7 @@ async def test_graphmem_mcp_over_stdio(scope: Scope, settings: Any) -> None:
             "history",
             "rollback",
             "undo_add",
+            "consolidate",
         }
         added = await client.call_tool("add", {"content": "Gina's bakery sells sourdough bread on Sundays."})
         assert not added.is_error, added.content

@@ -63,6 +63,7 @@ async def test_every_route_answers_only_declared_errors(app: Any, scope: Scope, 
         ("post", "/v1/ask"): {"question": "x"},
         ("post", "/v1/notes/{note_id}/rollback"): {"version": 1},
         ("post", "/v1/notes/{note_id}/undo"): {},
+        ("post", "/v1/consolidate"): {},
     }
     bad_bodies = {
         ("post", "/v1/notes"): {"content": 5},
@@ -74,6 +75,7 @@ async def test_every_route_answers_only_declared_errors(app: Any, scope: Scope, 
         ("post", "/v1/ask"): {"question": ""},
         ("post", "/v1/notes/{note_id}/rollback"): {"version": 0},
         ("post", "/v1/notes/{note_id}/undo"): {"delete_note": "perhaps"},
+        ("post", "/v1/consolidate"): {"dry_run": "perhaps"},
     }
     seen: dict[tuple[str, str], set[int]] = {}
     transport = httpx.ASGITransport(app=app)

@@ -34,7 +34,8 @@ def service(
     responder: Responder, gate: object = None, store: MemoryNoteStore | None = None, **overrides: object
 ) -> tuple[AsyncMemoryService, GatedModel]:
     model = GatedModel(responder, gate=gate)
-    settings = Settings(link_decision="joint", enable_evolution=True, **overrides)  # type: ignore[arg-type]
+    # supersession (issue 28) is the Neo4j store's (cypher/updates/): tests/integration/test_updates.py
+    settings = Settings(link_decision="joint", enable_evolution=True, enable_supersession=False, **overrides)  # type: ignore[arg-type]
     return AsyncMemoryService(settings, store or MemoryNoteStore(), WordEmbeddings(), model), model
 
 

@@ -14,7 +14,7 @@ from graphmem.queries import cypher_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 TYPES = {t.value for t in LinkType}
-OTHER_RELATIONSHIPS = {"PREVIOUS_VERSION", "HAS_MESSAGE"}  # structure, not links between notes
+OTHER_RELATIONSHIPS = {"PREVIOUS_VERSION", "HAS_MESSAGE", "SUPERSEDES", "CONFLICTS_WITH", "DERIVED_FROM"}  # not links
 CYPHER = sorted(cypher_dir().rglob("*.cypher"))
 
 _ALTERNATION = re.compile(r"\[\s*\w*\s*:\s*([A-Z_]+(?:\s*\|\s*[A-Z_]+)*)")  # [r:A|B], [:A], [:A|B*1..2]

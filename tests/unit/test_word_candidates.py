@@ -20,7 +20,9 @@ NEW = "Tom: I really love my weekend, I walked along Riverside with friends."
 async def judged_for(new: str, **overrides: object) -> list[str]:
     """The earlier notes the pairwise decision was asked about when ``new`` was added."""
     model = ScriptedChatModel(pairwise_responder(lambda a, b: 0.1))
-    settings = Settings(link_decision="pairwise", enable_evolution=False, link_candidates=1, **overrides)  # type: ignore[arg-type]
+    settings = Settings(
+        link_decision="pairwise", enable_evolution=False, enable_supersession=False, link_candidates=1, **overrides
+    )  # type: ignore[arg-type]
     svc = AsyncMemoryService(settings, MemoryNoteStore(), WordEmbeddings(), model)
     for text in [RIVERSIDE, *COMMON]:
         await svc.add(text, SCOPE)

@@ -543,6 +543,61 @@ def decisions_cmd(
     _print_outputs(written)
 
 
+@app.command("updates")
+def updates_cmd(
+    out: Annotated[Path, typer.Option("--out", help="output folder (updates.json, updates.md)")] = Path(
+        "eval-out/updates"
+    ),
+    gold: Annotated[
+        Path | None, typer.Option("--gold", help="gold conversations file (default: the shipped updates gold)")
+    ] = None,
+    conversations: Annotated[
+        str | None, typer.Option("--conversations", "-c", help="conversation ids, comma-separated (default all)")
+    ] = None,
+    compare: Annotated[
+        bool, typer.Option("--compare", help="also run with supersession off (GRAPHMEM_ENABLE_SUPERSESSION=false)")
+    ] = False,
+    keep: Annotated[
+        bool, typer.Option("--keep", help="keep the run's notes in Neo4j (user eval-updates) to explore")
+    ] = False,
+    probe: Annotated[
+        bool,
+        typer.Option("--probe", help="only the yes/no decisions: every pair of turns, no enrichment, nothing stored"),
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Memory that changes over time (issue 28): supersession precision/recall, conflicts, knock-on
+    checks and answers about now / before / when / clashes, against gold conversations."""
+    from graphmem.evaluation.updates import UpdatesConfig, load_gold, run_probe, run_updates_eval, write_outputs
+    from graphmem.local import chat_model
+    from graphmem.service import AsyncMemoryService
+
+    ids = tuple(x.strip() for x in conversations.split(",") if x.strip()) if conversations else ()
+    load_gold(gold, ids or None)  # a bad file or id fails before anything starts
+    cfg = UpdatesConfig(gold=gold, conversations=ids, compare=compare, keep_notes=keep)
+    settings = _settings()
+
+    async def main(update: Callable[[str, int, int], None]) -> dict[str, Any]:
+        model = await asyncio.to_thread(chat_model, settings)  # the local LLM starts off the event loop
+        async with await AsyncMemoryService.create(settings, chat_model=model) as svc:
+            if probe:
+                return await run_probe(svc, cfg, progress=update)
+            if not compare:
+                return await run_updates_eval(svc, cfg, progress=update)
+            off = settings.model_copy(update={"enable_supersession": False})
+            async with await AsyncMemoryService.create(off, chat_model=model, embedder=svc.embedder) as base:
+                return await run_updates_eval(svc, cfg, progress=update, baseline=base)
+
+    with progress_bars() as update:
+        result = asyncio.run(main(update))
+    written = write_outputs(result, out)
+    if as_json:
+        print_json(result)
+        return
+    console.print(written["markdown"].read_text(encoding="utf-8"))
+    _print_outputs(written)
+
+
 @app.command("links")
 def links_cmd(
     data: DataOpt,

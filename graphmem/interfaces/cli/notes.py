@@ -66,6 +66,17 @@ def _hit_json(hit: SearchHit) -> dict[str, Any]:
     return {**hit.model_dump(mode="json", exclude={"note"}), "note": hit.note.public()}
 
 
+HistoryOpt = Annotated[bool, typer.Option("--history", help="every note, superseded ones marked")]
+AsOfOpt = Annotated[str | None, typer.Option("--as-of", help="the state at this ISO date or datetime")]
+
+
+def _when_line(hit: SearchHit) -> str:
+    """Where a hit stands in time, in a few words (empty for a current note with no history)."""
+    from graphmem.service.updates import mark_of
+
+    return mark_of(hit.timeline) or ""
+
+
 def _print_add(result: AddResult) -> None:
     n = result.note
     console.print(f"[bold green]{'added' if result.created else 'already stored'}[/] {n.id}")
@@ -77,6 +88,13 @@ def _print_add(result: AddResult) -> None:
         console.print(
             f"  [magenta]evolved[/] {change.note_id}: {change.before.get('context')!r} -> {change.after.get('context')!r}"
         )
+    for s in result.superseded:
+        console.print(f"  [blue]supersedes[/] {s.older_id}  [dim]{s.reason} (p {s.p_yes})[/]")
+    for c in result.conflicts:
+        console.print(f"  [red]conflicts with[/] {c.other_id}  [dim]same time (p {c.p_yes})[/]")
+    for ko in result.knock_on:
+        if ko.outdated:
+            console.print(f"  [yellow]may be out of date[/] {ko.note_id} (linked to {ko.superseded_id}, p {ko.p_yes})")
     for why in result.rejected:
         console.print(f"  [yellow]rejected[/] {why}")
     u = result.usage
@@ -127,11 +145,14 @@ def search(
     run: RunOpt = "default",
     k: Annotated[int | None, typer.Option("-k", help="number of primary hits (default GRAPHMEM_SEARCH_K)")] = None,
     mode: Annotated[SearchMode | None, typer.Option(help="search mode (default GRAPHMEM_SEARCH_MODE)")] = None,
+    history: HistoryOpt = False,
+    as_of: AsOfOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Search the scope's notes; linked notes are expanded one hop."""
+    """Search the scope's notes; linked notes are expanded one hop. A superseded note gives its place
+    to its current note (``--history``: every note, marked; ``--as-of``: the state at a date)."""
     scope = make_scope(user, agent, run)
-    hits = run_service(lambda svc: svc.search(query, scope, k=k, mode=mode))
+    hits = run_service(lambda svc: svc.search(query, scope, k=k, mode=mode, history=history, as_of=as_of))
     if as_json:
         print_json([_hit_json(h) for h in hits])
         return
@@ -140,7 +161,7 @@ def search(
         how = ",".join(h.found_by)
         if h.linked_via:
             how += f" ({h.linked_via[0].type.value} from {h.linked_via[0].from_id[:8]})"
-        table.add_row(f"{h.score:.3f}", how, h.note.id[:12], h.note.content[:80], h.note.context[:60])
+        table.add_row(f"{h.score:.3f}", how, h.note.id[:12], h.note.content[:80], _when_line(h) or h.note.context[:60])
     console.print(table)
 
 
@@ -152,16 +173,20 @@ def ask(
     run: RunOpt = "default",
     k: Annotated[int | None, typer.Option("-k")] = None,
     budget: Annotated[int | None, typer.Option(help="context token budget")] = None,
+    history: HistoryOpt = False,
+    as_of: AsOfOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Answer a question from the scope's memory."""
+    """Answer a question from the scope's memory (current facts by default; see ``search``)."""
     scope = make_scope(user, agent, run)
     # checked before the local model starts (the service checks them again)
     if k is not None:
         check_bound(k, 1, LIMITS.k_max, "k")
     if budget is not None:
         check_bound(budget, LIMITS.token_budget_min, LIMITS.token_budget_max, "token budget")
-    result = run_service(lambda svc: svc.ask(question, scope, k=k, token_budget=budget), llm=True)
+    result = run_service(
+        lambda svc: svc.ask(question, scope, k=k, token_budget=budget, history=history, as_of=as_of), llm=True
+    )
     if as_json:
         print_json({**result.model_dump(mode="json", exclude={"notes"}), "notes": [_hit_json(h) for h in result.notes]})
         return
@@ -284,6 +309,30 @@ def repair(
     check_bound(limit, 1, LIMITS.repair_max, "repair limit")  # before the local model starts
     n = run_service(lambda svc: svc.repair(scope, limit=limit), llm=True)
     print_json({"repaired": n}) if as_json else console.print(f"repaired {n} notes")
+
+
+@app.command()
+def consolidate(
+    user: UserOpt = "default",
+    agent: AgentOpt = "default",
+    run: RunOpt = "default",
+    apply: Annotated[bool, typer.Option("--apply", help="write the proposed notes (default: a dry run)")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Consolidation that only adds: one synthesis note per supersession chain (its dated history in
+    the notes' own words, DERIVED_FROM every source). A dry run unless --apply; sources never change;
+    `graphmem undo SYNTHESIS --delete-note` removes one."""
+    scope = make_scope(user, agent, run)
+    result = run_service(lambda svc: svc.consolidate(scope, dry_run=not apply))
+    if as_json:
+        print_json(result.model_dump(mode="json"))
+        return
+    head = "proposed (dry run; --apply writes them)" if result.dry_run else "consolidated"
+    console.print(f"[bold]{head}[/]: {len(result.syntheses)} supersession chains")
+    for p in result.syntheses:
+        extra = f", supersedes {p.replaces}" if p.replaces else ""
+        console.print(f"  [{p.status}] {p.note_id}{extra}\n    {p.content[:300]}")
+        console.print(f"    [dim]DERIVED_FROM {', '.join(p.sources)}[/]")
 
 
 @app.command("export")

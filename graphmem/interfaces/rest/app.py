@@ -15,7 +15,7 @@ from graphmem.interfaces.rest.auth import KeyRing
 from graphmem.interfaces.rest.body_limit import BodyLimit
 from graphmem.interfaces.rest.errors import install_error_handlers
 from graphmem.interfaces.rest.malloc import ReleaseMemory
-from graphmem.interfaces.rest.routers import meta, notes, retrieval, versions
+from graphmem.interfaces.rest.routers import meta, notes, retrieval, updates, versions
 from graphmem.local import ChatModelStart, chat_model, start_chat_model
 from graphmem.service.memory import AsyncMemoryService
 
@@ -70,6 +70,6 @@ def create_app(
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes or settings.http_max_body_bytes)
     app.add_middleware(ReleaseMemory)
     install_error_handlers(app)
-    for router in (meta.router, notes.router, retrieval.router, versions.router):
+    for router in (meta.router, notes.router, retrieval.router, versions.router, updates.router):
         app.include_router(router)
     return app

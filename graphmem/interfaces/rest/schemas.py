@@ -1,5 +1,6 @@
 """Request and response bodies of the REST API (graphmem.interfaces.rest): the OpenAPI schema."""
 
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -139,6 +140,8 @@ class SearchRequest(ScopeFields):
     k: int | None = Field(None, ge=1, le=LIMITS.k_max)
     mode: SearchMode | None = None
     filters: SearchFilters | None = None
+    history: bool = Field(False, description="every hit, superseded ones marked (default: current notes)")
+    as_of: datetime | None = Field(None, description="the state at this time")
 
 
 class AskRequest(ScopeFields):
@@ -147,6 +150,8 @@ class AskRequest(ScopeFields):
     mode: SearchMode | None = None
     token_budget: int | None = Field(None, ge=LIMITS.token_budget_min, le=LIMITS.token_budget_max)
     filters: SearchFilters | None = None
+    history: bool = Field(False, description="every note, superseded ones marked (default: current notes)")
+    as_of: datetime | None = Field(None, description="the state at this time")
 
 
 class LinkCreate(ScopeFields):

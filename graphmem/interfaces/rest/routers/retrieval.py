@@ -22,7 +22,9 @@ router = APIRouter(prefix="/v1", tags=["retrieval"], responses=error_responses(*
 async def search(body: SearchRequest, who: Auth, given: Given, svc: Svc) -> Response:
     """Top-k notes of the scope; `links` and `hybrid` add linked notes (found_by: link)."""
     scope = resolve_scope(who, given, body)
-    hits = await svc.search(body.query, scope, k=body.k, mode=body.mode, filters=body.filters)
+    hits = await svc.search(
+        body.query, scope, k=body.k, mode=body.mode, filters=body.filters, history=body.history, as_of=body.as_of
+    )
     return await json_list("hits", hits, exclude=HIT_EXCLUDE)
 
 
@@ -31,6 +33,13 @@ async def ask(body: AskRequest, who: Auth, given: Given, svc: Svc) -> AskResultO
     """Answer a question from the scope's notes (within a token budget), with the notes used."""
     scope = resolve_scope(who, given, body)
     result = await svc.ask(
-        body.question, scope, k=body.k, mode=body.mode, token_budget=body.token_budget, filters=body.filters
+        body.question,
+        scope,
+        k=body.k,
+        mode=body.mode,
+        token_budget=body.token_budget,
+        filters=body.filters,
+        history=body.history,
+        as_of=body.as_of,
     )
     return ask_result_out(result)

@@ -1,0 +1,139 @@
+"""Memory that changes over time (issue 28): the deterministic rules that turn a yes/no answer into a
+supersession or a conflict, and how the answer context marks notes. No I/O."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from graphmem.service.answer_context import build_context
+
+from graphmem.models import Note, Scope
+from graphmem.models.timeline import Conflict, NoteTimeline, Supersession, TimelineEntry, TimelineRow
+from graphmem.service import updates
+
+ANN = Scope(user_id="ann")
+
+
+def note(text: str, when: str | None, *, scope: Scope = ANN, note_id: str | None = None) -> Note:
+    made = Note(content=text, scope=scope, event_time=datetime.fromisoformat(when) if when else None)
+    if note_id:
+        made.id = note_id
+    return made
+
+
+def test_the_newer_note_supersedes_the_older_whichever_was_added_first() -> None:
+    lyon = note("Ann: I live in Lyon.", "2021-03-01")
+    berlin = note("Ann: I moved to Berlin.", "2024-06-01")
+    forward = updates.decide(berlin, lyon, 0.9, 0.5)
+    assert isinstance(forward, Supersession)
+    assert (forward.newer_id, forward.older_id) == (berlin.id, lyon.id)
+    assert forward.at == datetime(2024, 6, 1, tzinfo=UTC)
+    # A note about the past added later (a backfilled history) is superseded by the stored newer one.
+    backward = updates.decide(lyon, berlin, 0.9, 0.5)
+    assert isinstance(backward, Supersession)
+    assert (backward.newer_id, backward.older_id) == (berlin.id, lyon.id)
+
+
+def test_creation_time_orders_notes_without_an_event_time() -> None:
+    first = note("Ann: I drive a Golf.", None)
+    second = note("Ann: I sold the Golf and drive a Tesla now.", None)
+    second.created_at = first.created_at.replace(year=first.created_at.year + 1)
+    found = updates.decide(second, first, 0.8, 0.5)
+    assert isinstance(found, Supersession) and found.newer_id == second.id
+
+
+def test_the_same_time_is_a_conflict_not_a_supersession() -> None:
+    vegan = note("Ann: I am vegan.", "2024-05-01T10:00:00")
+    steak = note("Ann: I eat steak every day.", "2024-05-01T10:00:00")
+    found = updates.decide(steak, vegan, 0.7, 0.5)
+    assert isinstance(found, Conflict)
+    assert {found.note_id, found.other_id} == {vegan.id, steak.id}
+
+
+def test_below_the_threshold_nothing_and_never_across_scopes() -> None:
+    lyon = note("Ann: I live in Lyon.", "2021-03-01")
+    berlin = note("Ann: I moved to Berlin.", "2024-06-01")
+    assert updates.decide(berlin, lyon, 0.49, 0.5) is None
+    assert updates.decide(berlin, lyon, float("nan"), 0.5) is None
+    elsewhere = note("Ann: I live in Lyon.", "2021-03-01", scope=Scope(user_id="ann", run_id="other"))
+    assert updates.decide(berlin, elsewhere, 0.99, 0.5) is None
+    assert updates.decide(berlin, berlin, 0.99, 0.5) is None
+
+
+def test_candidates_of_another_speaker_only_when_one_names_the_other() -> None:
+    ann = note("Ann: I live in a flat in Leeds.", "2024-01-01")
+    bo = note("Bo: I moved to York.", "2024-02-01")
+    bo_moves = note("Bo: I moved out of Ann's flat.", "2024-03-01")
+    flatmates = note("Ann: I share my flat with Bo.", "2024-01-01")
+    plain = note("The office moved to Leeds.", "2024-03-01")
+    assert not updates.same_person(bo, ann)
+    assert updates.same_person(bo_moves, ann)  # Bo names Ann
+    assert updates.same_person(bo, flatmates)  # Ann names Bo
+    assert updates.same_person(plain, ann)  # not a conversation line: the model decides
+    assert updates.speaker("Mary Jane: hi") == "Mary Jane"
+    assert updates.speaker("no speaker here") is None
+
+
+def _row(note_id: str, since: str, valid_to: str | None = None, **kw: list[TimelineEntry]) -> TimelineRow:
+    return TimelineRow(
+        note_id=note_id,
+        since=datetime.fromisoformat(since).replace(tzinfo=UTC),
+        valid_to=datetime.fromisoformat(valid_to).replace(tzinfo=UTC) if valid_to else None,
+        **kw,
+    )
+
+
+def _entry(note_id: str, since: str, until: str | None = None) -> TimelineEntry:
+    return TimelineEntry(
+        note_id=note_id,
+        content=note_id,
+        since=datetime.fromisoformat(since).replace(tzinfo=UTC),
+        until=datetime.fromisoformat(until).replace(tzinfo=UTC) if until else None,
+    )
+
+
+def test_the_state_at_a_date_and_the_note_that_stands_in() -> None:
+    lyon = _row(
+        "lyon",
+        "2021-03-01",
+        "2023-01-01",
+        newer=[_entry("paris", "2023-01-01", "2024-06-01"), _entry("berlin", "2024-06-01")],
+    )
+    assert updates.status_of(lyon, None) == "superseded"
+    assert updates.stand_in(lyon, None).note_id == "berlin"  # type: ignore[union-attr]
+    at_2022 = datetime(2022, 6, 1, tzinfo=UTC)
+    assert updates.status_of(lyon, at_2022) == "current"
+    at_2023 = datetime(2023, 6, 1, tzinfo=UTC)
+    assert updates.stand_in(lyon, at_2023).note_id == "paris"  # type: ignore[union-attr]
+    berlin = _row("berlin", "2024-06-01", older=[_entry("paris", "2023-01-01", "2024-06-01")])
+    assert updates.status_of(berlin, at_2023) == "future"
+    assert updates.stand_in(berlin, at_2023).note_id == "paris"  # type: ignore[union-attr]
+
+
+def test_the_context_says_what_is_current_and_what_clashes() -> None:
+    berlin = note("Ann: I moved to Berlin.", "2024-06-01", note_id="berlin")
+    current = NoteTimeline(
+        history=[_entry("Ann: I live in Lyon.", "2021-03-01", "2024-06-01")],
+        conflicts=[_entry("Ann: I live in Munich.", "2024-06-01")],
+    )
+    mark = updates.mark_of(current)
+    assert mark is not None
+    assert mark.startswith("CURRENT | before: until 1 June 2024:")
+    assert "Lyon" in mark and "since 1 March 2021" in mark and "CLASH with" in mark
+    assert updates.mark_of(NoteTimeline()) is None  # a note with no history needs no mark
+    ctx = build_context([berlin], None, marks={"berlin": mark})
+    assert "- Ann: I moved to Berlin.\n  [CURRENT | before: until 1 June 2024" in ctx.text
+    assert updates.with_rule(None, {}) is None
+    assert updates.with_rule("Be brief.", {"berlin": mark}) == updates.TIMELINE_RULE + "\nBe brief."
+
+
+def test_as_of_must_be_a_date() -> None:
+    import pytest
+
+    from graphmem.errors import InvalidInputError
+    from graphmem.service.memory import _moment
+
+    assert _moment("2024-03-01") == datetime(2024, 3, 1)
+    assert _moment(None) is None
+    with pytest.raises(InvalidInputError):
+        _moment("last spring")
