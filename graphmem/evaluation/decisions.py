@@ -317,9 +317,10 @@ def score_conversation(gold: GoldConversation, run: ConversationRun, embed: Embe
             kw_faithful.append(supported_share(" ".join(t.note.keywords), [text_of[t.n]]))
         subject.append(keeps_subject(t.note.context, gold.turns[t.n - 1].keep))
 
-    # Faithfulness that sees roles: what the note (context as written and as evolved, keywords) says
+    # Faithfulness that sees roles: what the note (context as written and as evolved) says
     # against the gold's must_not statements, and context sentences the grounding checks would refuse.
-    said: dict[int, list[str]] = {t.n: [t.note.context, " ; ".join(t.note.keywords)] for t in run.turns}
+    # contexts only: a sentence pattern run over a list of keywords matches words from unrelated items
+    said: dict[int, list[str]] = {t.n: [t.note.context] for t in run.turns}
     for e in changed:
         said.setdefault(e["note"], []).append(e["context_after"])
     role_errors = [

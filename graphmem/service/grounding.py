@@ -36,6 +36,11 @@ _ACTION = re.compile(
 _THIRD_PERSON = {"his", "her", "their"}
 # "I sold", "Anika offered": who does what, read as (subject, verb stem); "I" is the speaker.
 _SUBJECT_VERB = re.compile(r"\b(I|[A-Z][a-z]+)\s+(?:just |finally |also |already |now |then )?([a-z]{3,})\b")
+# "Are you nervous", "you were tired": what the note says of the person spoken to.
+_LISTENER_STATE = re.compile(
+    r"\b(?:are|were) you (?:so |very |really )?([a-z]{3,})|\byou (?:are|were|feel|felt|seem|look)(?: so| very| really)? ([a-z]{3,})",
+    re.IGNORECASE,
+)
 _FIRST_PERSON = re.compile(r"\b(I|me|my|mine|myself|we|us|our)\b|\bI'", re.IGNORECASE)
 # Words that frame what the speaker does with the turn ("Tom asks whether ..."): never a claim.
 _FRAMING = frozenset(
@@ -153,10 +158,19 @@ def sentence_refusal(sentence: str, content: str, speaker: str | None) -> str | 
         for subject, verb in _subject_verbs(sentence, speaker):
             if verb in _FRAMING or (subject, verb) in done:
                 continue
-            if subject != speaker.lower() and (speaker.lower(), verb) in done:
-                return f"makes {subject.title()} do what the note says {speaker} did ({verb}…)"
+            others = sorted(s for s, v in done if v == verb and s != subject)
+            if others:
+                who = speaker if speaker.lower() in others else others[0].title()
+                return f"makes {subject.title()} do what the note says {who} did ({verb}…)"
             if subject == speaker.lower() and not _FIRST_PERSON.search(body):
                 return f"says what {speaker} did, where the note says nothing of {speaker}'s own ({verb}…)"
+        for state in {w.lower() for pair in _LISTENER_STATE.findall(body) for w in pair if w}:
+            if re.search(
+                rf"\b(?:{re.escape(speaker)}|she|he|they)\s+(?:is|was|feels|felt|seems|looks)\s+(?:\w+\s+)?{state}\b",
+                sentence,
+                re.IGNORECASE,
+            ):
+                return f"gives {speaker} what the note says of the person spoken to ({state})"
     words = wording.content_words(sentence) - _FRAMING - {wording.stem(speaker or "")}
     unsupported = words - wording.content_words(content)
     if len(unsupported) >= INVENTED_MIN_WORDS and len(unsupported) >= INVENTED_MIN_SHARE * len(words):

@@ -92,3 +92,39 @@ def test_a_note_without_a_speaker_still_refuses_inventions() -> None:
     assert speaker_of(content) is None
     assert sentence_refusal("The boiler was serviced in May.", content, None) is None
     assert sentence_refusal("The landlord replaced the faulty heating pump cheaply.", content, None) is not None
+
+
+# Three of the five statements the gold forbade in the 1.5B's contexts on the gold set, before the
+# actor and listener rules (docs/results/decisions-grounding/); each must now be refused.
+@pytest.mark.parametrize(
+    ("content", "sentence", "why"),
+    [
+        (
+            "Lena: Whoa, big move. Are you nervous about leaving such a stable job?",
+            "Lena is asking if she is nervous about leaving her current stable job.",
+            "the person spoken to",
+        ),
+        (
+            "Omar: Pixel knocked my new work laptop off the desk this morning. It still boots, thankfully.",
+            "Omar knocked his new work laptop off the desk this morning, but it still boots, thankfully.",
+            "makes Omar do what the note says Pixel did",
+        ),
+        (
+            "Aiko: Start the speech with the story of Nora getting lost at the zoo when she was six, everyone "
+            "loves that one.",
+            "Aiko starts the speech with the story of Nora getting lost at the zoo when she was six.",
+            "nothing of Aiko's own",
+        ),
+    ],
+)
+def test_the_gold_runs_inventions_are_refused(content: str, sentence: str, why: str) -> None:
+    refusal = sentence_refusal(sentence, content, speaker_of(content))
+    assert refusal is not None and why in refusal, refusal
+
+
+def test_the_listener_rule_leaves_the_listener_alone() -> None:
+    content = "Lena: Whoa, big move. Are you nervous about leaving such a stable job?"
+    assert (
+        sentence_refusal("Lena asks whether the other person is nervous about leaving a stable job.", content, "Lena")
+        is None
+    )

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from graphmem.service.answer_context import build_context
-
 from graphmem.models import Note, Scope
 from graphmem.models.timeline import Conflict, NoteTimeline, Supersession, TimelineEntry, TimelineRow
 from graphmem.service import updates
+from graphmem.service.answer_context import build_context
 
 ANN = Scope(user_id="ann")
 
