@@ -865,6 +865,9 @@ class AsyncMemoryService:
         kept = {h.note.id for h in used}
         instructions = updates.with_rule(instructions, {i: m for i, m in marks.items() if i in kept})
         answer = await self.answer(question, ctx.text or "(no notes)", instructions=instructions, usage=usage)
+        clash = updates.clash_of(used)  # a recorded clash is answered as one (issue 28)
+        if clash is not None and clash not in answer:
+            answer = f"{answer} ({clash})" if answer else clash
         usage.total_seconds = time.perf_counter() - started
         return AskResult(question=question, answer=answer, notes=used, context_tokens=ctx.tokens, usage=usage)
 

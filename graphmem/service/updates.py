@@ -489,6 +489,17 @@ def context_marks(hits: Sequence[SearchHit]) -> dict[str, str]:
     return marks
 
 
+def clash_of(used: Sequence[SearchHit]) -> str | None:
+    """When the best note of an answer's context clashes with another (a recorded conflict: no order
+    in time), both statements with their dates, said by the service whatever the model answered."""
+    if not used or used[0].timeline is None or not used[0].timeline.conflicts:
+        return None
+    best = used[0]
+    stated = [(best.note.content, _day(best.note.event_time or best.note.created_at, best.note.event_time_text))]
+    stated += [(e.content, _day(e.since, e.since_text)) for e in best.timeline.conflicts[:2]]  # type: ignore[union-attr]
+    return "The memory holds conflicting statements: " + "; ".join(f'"{c}" ({d})' for c, d in stated) + "."
+
+
 def with_rule(instructions: str | None, marks: Mapping[str, str]) -> str | None:
     """The answer instructions plus the rule for marked notes (only when a note is marked)."""
     if not marks:
