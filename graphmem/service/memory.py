@@ -855,9 +855,13 @@ class AsyncMemoryService:
         usage = Usage()
         budget = self.settings.context_token_budget if token_budget is None else token_budget
         check_bound(budget, LIMITS.token_budget_min, LIMITS.token_budget_max, "token budget")
+        # The default context keeps a superseded hit, marked, and brings its current note after it.
+        default = self.settings.enable_supersession and not history and as_of is None
         hits = await self.search(
-            question, scope, k=k, mode=mode, filters=filters, usage=usage, history=history, as_of=as_of
+            question, scope, k=k, mode=mode, filters=filters, usage=usage, history=history or default, as_of=as_of
         )
+        if default:
+            hits = await updates.with_current(self.store, hits, scope)
         marks = updates.context_marks(hits)  # current / superseded / clash lines (issue 28)
         ctx = build_context([h.note for h in hits], budget, marks=marks)
         used = [hits[i] for i in ctx.used]

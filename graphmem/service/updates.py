@@ -451,6 +451,37 @@ async def annotate(
     return out
 
 
+async def with_current(store: NoteStore, hits: Sequence[SearchHit], scope: Scope) -> list[SearchHit]:
+    """Hits of ``history`` mode (every hit, marked) with each superseded hit followed by its current
+    note, marked, unless that note is a hit already: what ``ask`` shows by default, so the model
+    reads both statements, each marked, in time order."""
+    present = {h.note.id for h in hits}
+    superseded = [h for h in hits if h.timeline is not None and h.timeline.status == "superseded"]
+    rows = {r.note_id: r for r in await store.timeline([h.note.id for h in superseded], scope)}
+    wanted: dict[str, TimelineEntry] = {}
+    for h in superseded:
+        row = rows.get(h.note.id)
+        entry = stand_in(row, None) if row is not None else None
+        if entry is not None and entry.note_id not in present:
+            wanted.setdefault(h.note.id, entry)
+    if not wanted:
+        return list(hits)
+    extra = {r.note_id: r for r in await store.timeline([e.note_id for e in wanted.values()], scope)}
+    out: list[SearchHit] = []
+    for h in hits:
+        out.append(h)
+        entry = wanted.get(h.note.id)
+        if entry is None or entry.note_id in present:
+            continue
+        current, row = await store.get(entry.note_id, scope), extra.get(entry.note_id)
+        if current is None or row is None:
+            continue
+        present.add(current.id)
+        mark = timeline_of(row, None).model_copy(update={"replaces_hit": h.note.id})
+        out.append(SearchHit(note=current, score=h.score, found_by=h.found_by, timeline=mark))
+    return out
+
+
 def _day(value: datetime | None, text: str | None = None) -> str:
     if text:
         return text

@@ -121,6 +121,10 @@ async def test_a_move_supersedes_the_old_home_and_changes_no_note(make_service: 
     assert answered.answer == "Berlin"
     prompt = str(model.calls[-1][-1].content)
     assert TIMELINE_RULE in prompt and '[CURRENT | before: until 1 June 2024: "Ann: I live in Lyon' in prompt
+    # The superseded note stays in ask's context, marked, with the current note after it.
+    assert "- Ann: I live in Lyon with my cat." in prompt and "[SUPERSEDED since 1 June 2024" in prompt
+    kept = [h.note.id for h in answered.notes]
+    assert lyon.note.id in kept and berlin.note.id in kept
 
 
 async def test_the_same_time_makes_a_conflict_and_ask_sees_the_clash(
