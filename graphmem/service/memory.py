@@ -627,9 +627,13 @@ class AsyncMemoryService:
         usage = Usage()
         budget = self.settings.context_token_budget if token_budget is None else token_budget
         check_bound(budget, LIMITS.token_budget_min, LIMITS.token_budget_max, "token budget")
+        # The default context keeps a superseded hit, marked, and brings its current note after it.
+        default = self.settings.enable_supersession and not history and as_of is None
         hits = await self.search(
-            question, scope, k=k, mode=mode, filters=filters, usage=usage, history=history, as_of=as_of
+            question, scope, k=k, mode=mode, filters=filters, usage=usage, history=history or default, as_of=as_of
         )
+        if default:
+            hits = await updates.with_current(self.store, hits, scope)
         marks = updates.context_marks(hits)  # current / superseded / clash lines (issue 28)
         ctx = build_context([h.note for h in hits], budget, marks=marks)
         used = [hits[i] for i in ctx.used]
@@ -637,6 +641,9 @@ class AsyncMemoryService:
         kept = {h.note.id for h in used}
         instructions = updates.with_rule(instructions, {i: m for i, m in marks.items() if i in kept})
         answer = await self.answer(question, ctx.text or "(no notes)", instructions=instructions, usage=usage)
+        clash = updates.clash_of(used)  # a recorded clash is answered as one (issue 28)
+        if clash is not None and clash not in answer:
+            answer = f"{answer} ({clash})" if answer else clash
         usage.total_seconds = time.perf_counter() - started
         return AskResult(question=question, answer=answer, notes=used, context_tokens=ctx.tokens, usage=usage)
 

@@ -451,6 +451,37 @@ async def annotate(
     return out
 
 
+async def with_current(store: NoteStore, hits: Sequence[SearchHit], scope: Scope) -> list[SearchHit]:
+    """Hits of ``history`` mode (every hit, marked) with each superseded hit followed by its current
+    note, marked, unless that note is a hit already: what ``ask`` shows by default, so the model
+    reads both statements, each marked, in time order."""
+    present = {h.note.id for h in hits}
+    superseded = [h for h in hits if h.timeline is not None and h.timeline.status == "superseded"]
+    rows = {r.note_id: r for r in await store.timeline([h.note.id for h in superseded], scope)}
+    wanted: dict[str, TimelineEntry] = {}
+    for h in superseded:
+        row = rows.get(h.note.id)
+        entry = stand_in(row, None) if row is not None else None
+        if entry is not None and entry.note_id not in present:
+            wanted.setdefault(h.note.id, entry)
+    if not wanted:
+        return list(hits)
+    extra = {r.note_id: r for r in await store.timeline([e.note_id for e in wanted.values()], scope)}
+    out: list[SearchHit] = []
+    for h in hits:
+        out.append(h)
+        entry = wanted.get(h.note.id)
+        if entry is None or entry.note_id in present:
+            continue
+        current, row = await store.get(entry.note_id, scope), extra.get(entry.note_id)
+        if current is None or row is None:
+            continue
+        present.add(current.id)
+        mark = timeline_of(row, None).model_copy(update={"replaces_hit": h.note.id})
+        out.append(SearchHit(note=current, score=h.score, found_by=h.found_by, timeline=mark))
+    return out
+
+
 def _day(value: datetime | None, text: str | None = None) -> str:
     if text:
         return text
@@ -487,6 +518,17 @@ def context_marks(hits: Sequence[SearchHit]) -> dict[str, str]:
         if parts:
             marks[h.note.id] = " | ".join(parts)
     return marks
+
+
+def clash_of(used: Sequence[SearchHit]) -> str | None:
+    """When the best note of an answer's context clashes with another (a recorded conflict: no order
+    in time), both statements with their dates, said by the service whatever the model answered."""
+    if not used or used[0].timeline is None or not used[0].timeline.conflicts:
+        return None
+    best = used[0]
+    stated = [(best.note.content, _day(best.note.event_time or best.note.created_at, best.note.event_time_text))]
+    stated += [(e.content, _day(e.since, e.since_text)) for e in best.timeline.conflicts[:2]]  # type: ignore[union-attr]
+    return "The memory holds conflicting statements: " + "; ".join(f'"{c}" ({d})' for c, d in stated) + "."
 
 
 def with_rule(instructions: str | None, marks: Mapping[str, str]) -> str | None:

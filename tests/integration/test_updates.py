@@ -121,6 +121,10 @@ async def test_a_move_supersedes_the_old_home_and_changes_no_note(make_service: 
     assert answered.answer == "Berlin"
     prompt = str(model.calls[-1][-1].content)
     assert TIMELINE_RULE in prompt and '[CURRENT | before: until 1 June 2024: "Ann: I live in Lyon' in prompt
+    # The superseded note stays in ask's context, marked, with the current note after it.
+    assert "- Ann: I live in Lyon with my cat." in prompt and "[SUPERSEDED since 1 June 2024" in prompt
+    kept = [h.note.id for h in answered.notes]
+    assert lyon.note.id in kept and berlin.note.id in kept
 
 
 async def test_the_same_time_makes_a_conflict_and_ask_sees_the_clash(
@@ -137,8 +141,11 @@ async def test_the_same_time_makes_a_conflict_and_ask_sees_the_clash(
     assert graph.q("MATCH (n:Note {id: $id}) RETURN n.valid_to AS v", id=vegan.note.id)[0]["v"] is None
     hits = {h.note.id: h for h in await svc.search("What does Ann eat?", scope, k=2)}
     assert [e.note_id for e in hits[vegan.note.id].timeline.conflicts] == [steak.note.id]  # type: ignore[union-attr]
-    await svc.ask("What does Ann eat?", scope, k=2)
+    answered = await svc.ask("What does Ann eat?", scope, k=2)
     assert "CLASH with" in str(model.calls[-1][-1].content)
+    # Whatever the model said, the service says the clash: both statements, with their date.
+    assert answered.answer.startswith("vegan, and steak (The memory holds conflicting statements: ")
+    assert '"Ann: I am vegan." (2024-05-01T10:00:00)' in answered.answer and "I eat steak every day." in answered.answer
 
 
 async def test_the_store_refuses_supersession_across_scopes(make_service: Any, scope: Scope, graph: Any) -> None:
