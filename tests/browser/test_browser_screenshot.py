@@ -85,16 +85,20 @@ def test_browse_queries_run(memory: dict[str, str], scope: Scope, graph: Any) ->
         "tag": "Personal",
         "since": "2023-05-01T00:00:00Z",
         "until": "2023-05-03T00:00:00Z",
+        "name": "Melanie",
     }
     names = sorted(p.stem for p in BROWSE.glob("*.cypher"))
     assert names == [
+        "conflicts",
         "demo",
         "evolution_history",
         "latest_notes",
         "most_linked",
         "neighbourhood",
         "notes_by_tag",
+        "supersession_chain",
         "time_range",
+        "what_changed",
     ]
     results = {}
     for name in names:

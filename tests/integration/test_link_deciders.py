@@ -43,7 +43,8 @@ def test_the_nearest_decider_is_a_link_decider() -> None:
 
 
 async def test_add_uses_the_given_decider(make_service: Any, scope: Any) -> None:
-    svc, model = await make_service(link_decider=NearestDecider(k=1))
+    # supersession (issue 28) asks the chat model its own question: off, to see the link decision alone
+    svc, model = await make_service(link_decider=NearestDecider(k=1), enable_supersession=False)
     dog = await svc.add("Ann: I adopted a beagle called Rufus.", scope)
     await svc.add("Bo: I am learning to play the cello.", scope)
     added = await svc.add("Ann: Rufus the beagle hates thunderstorms.", scope)
@@ -86,7 +87,12 @@ async def test_the_decision_eval_scores_the_given_decider(make_service: Any, tmp
 async def test_a_link_model_of_its_own(make_service: Any, scope: Any) -> None:
     links = ScriptedChatModel(pairwise_responder(lambda a, b: 0.9, reason=lambda a, b: "Rufus the beagle"))
     svc, model = await make_service(
-        amem_responder(), link_model=links, link_decision="pairwise", link_candidates=1, enable_evolution=False
+        amem_responder(),
+        link_model=links,
+        link_decision="pairwise",
+        link_candidates=1,
+        enable_evolution=False,
+        enable_supersession=False,
     )
     dog = await svc.add("Ann: I adopted a beagle called Rufus.", scope)
     added = await svc.add("Ann: Rufus the beagle hates thunderstorms.", scope)
