@@ -37,6 +37,7 @@ from graphmem.models import (
     utcnow,
 )
 from graphmem.models.timeline import TimelineEntry, TimelineRow
+from graphmem.store import updates
 from graphmem.store.fulltext import lucene_query
 from graphmem.store.note_search import EXACT_SCAN_MAX, IN_INDEX_OVER_FETCH, NoteSearch
 from graphmem.store.records import (
@@ -365,8 +366,6 @@ class Neo4jNoteStore(NoteSearch):
         p_yes: float | None,
         caused_by: str,
     ) -> bool:
-        from graphmem.store import updates
-
         return await updates.supersede(
             self, newer_id, older_id, scope, at=at, reason=reason, p_yes=p_yes, caused_by=caused_by
         )
@@ -382,30 +381,20 @@ class Neo4jNoteStore(NoteSearch):
         p_yes: float | None,
         caused_by: str,
     ) -> bool:
-        from graphmem.store import updates
-
         return await updates.conflict(
             self, note_id, other_id, scope, at=at, reason=reason, p_yes=p_yes, caused_by=caused_by
         )
 
     async def timeline(self, ids: Sequence[str], scope: Scope) -> list[TimelineRow]:
-        from graphmem.store import updates
-
         return await updates.timeline(self, ids, scope)
 
     async def undo_updates(self, note_id: str, scope: Scope, *, dry_run: bool = False) -> int:
-        from graphmem.store import updates
-
         return await updates.undo(self, note_id, scope, dry_run=dry_run)
 
     async def chains(self, scope: Scope, limit: int = 1000) -> list[tuple[TimelineEntry, list[TimelineEntry]]]:
-        from graphmem.store import updates
-
         return await updates.chains(self, scope, limit)
 
     async def derive(self, note_id: str, source_ids: Sequence[str], scope: Scope) -> list[str]:
-        from graphmem.store import updates
-
         return await updates.derive(self, note_id, source_ids, scope)
 
 
