@@ -177,8 +177,8 @@ async def test_decode_steps_parsing() -> None:
 
 async def test_a_slow_call_that_progresses_is_not_abandoned(server: SlowServer) -> None:
     """The answer comes after many stall periods' worth of polls, while the counter moves."""
-    stall = 0.3
-    server.finish = lambda n: server.metric_polls >= 40  # >= 40 polls 0.05 s apart: well past `stall`
+    stall = 1.0  # not less: a loaded machine can leave the poller unscheduled for a few tenths
+    server.finish = lambda n: server.metric_polls >= 60  # >= 60 polls 0.05 s apart: three `stall`s
     chat, transport = chat_for(server, stall=stall)
     reply = await chat.ainvoke([HumanMessage("hi")])
     assert reply.content == '{"value": "ok"}'
@@ -199,7 +199,9 @@ async def test_a_retry_never_runs_next_to_the_abandoned_call(server: SlowServer)
     """LLMCaller retries a timeout; the first request is gone from the server before the second starts."""
     server.progressing = False
     server.finish = lambda n: n >= 2
-    chat, transport = chat_for(server, stall=0.3)
+    # The retry is answered at once; a stall window of 2 s keeps a loaded machine's slow loopback
+    # round trip from being taken for a second stall (CI saw one at 0.3 s).
+    chat, transport = chat_for(server, stall=2.0)
     caller = LLMCaller(chat, method="json_mode", max_retries=2, max_wait=0.1)
     parsed, _ = await caller.structured(Answer, [HumanMessage("hi")], Usage())
     assert parsed == Answer(value="ok")
