@@ -22,13 +22,16 @@ questions share counts twice). Against:
 - the turn links alone and all links (LLM + turn), for scale.
 
 **The ablation A-MEM reports, on retrieval.** From each ingested scope (links and evolution on),
-four arm scopes ``locomo-<tag>.<arm>-<sample>`` are derived through the service's export and
+five arm scopes ``locomo-<tag>.<arm>-<sample>`` are derived through the service's export and
 import: ``full`` (a copy), ``no-links`` (the LLM links dropped, the turn links kept), ``no-evolution``
 (every evolved note back to its values before its first evolution, read from its versions, and
-re-embedded by the import), ``neither``. Then ``eval retrieval``'s recall@k within the ask budget
-(default search, k=10, the same questions) for each arm, per category, with the paired bootstrap
-interval of each arm's difference from ``full``. The arms differ only post hoc: in a real ingest
-without evolution the model would also have seen other neighbour texts and linked differently.
+re-embedded by the import), ``neither``, and ``no-enrichment`` (keywords, tags and context emptied,
+so the note is embedded and full-text indexed from its content alone, as the LLM-free path stores
+it; links kept). Then ``eval retrieval``'s recall@k within the ask budget (default search, k=10,
+the same questions) for each arm, per category, and the share of questions with every evidence
+turn inside the budget, with the paired bootstrap interval of each arm's difference from ``full``.
+The arms differ only post hoc: in a real ingest without evolution the model would also have seen
+other neighbour texts and linked differently.
 """
 
 from __future__ import annotations
@@ -54,14 +57,15 @@ from graphmem.store import BenchQueries
 Progress = Callable[[str, int, int], None]
 Edge = tuple[str, str]
 
-# arm -> (LLM links kept, evolutions kept); the order of the report's columns.
-ARMS: dict[str, tuple[bool, bool]] = {
-    "full": (True, True),
-    "no-evolution": (True, False),
-    "no-links": (False, True),
-    "neither": (False, False),
+# arm -> (LLM links kept, evolutions kept, enrichment kept); the order of the report's columns.
+ARMS: dict[str, tuple[bool, bool, bool]] = {
+    "full": (True, True, True),
+    "no-evolution": (True, False, True),
+    "no-links": (False, True, True),
+    "neither": (False, False, True),
+    "no-enrichment": (True, True, False),
 }
-_ARM_CODES = {"full": "af", "no-evolution": "ae", "no-links": "al", "neither": "an"}
+_ARM_CODES = {"full": "af", "no-evolution": "ae", "no-links": "al", "neither": "an", "no-enrichment": "ax"}
 TARGET_RATIO = 2.0  # issue 18: evidence connectivity through LLM links at least 2x the random rate
 EMBEDDING_CHECK_MIN_COSINE = 0.999
 
@@ -380,8 +384,9 @@ def arm_records(
 ) -> list[dict[str, Any]]:
     """Export records of one arm: ids renamed for the arm; without links, only the turn links kept;
     without evolution, each evolved note back to ``originals[id]`` (its values before its first
-    evolution) and its embedding dropped so that the import embeds the restored text."""
-    links_on, evolution_on = ARMS[arm]
+    evolution) and its embedding dropped so that the import embeds the restored text; without
+    enrichment, keywords, tags and context emptied and the embedding dropped (content alone)."""
+    links_on, evolution_on, enrichment_on = ARMS[arm]
     out: list[dict[str, Any]] = []
     for r in records:
         rec = dict(r)
@@ -398,6 +403,9 @@ def arm_records(
         if not evolution_on and r["id"] in originals:
             v = originals[r["id"]]
             rec.update(context=v.context, tags=list(v.tags), keywords=list(v.keywords), version=v.version)
+            rec.pop("embedding", None)
+        if not enrichment_on:
+            rec.update(context="", tags=[], keywords=[])
             rec.pop("embedding", None)
         out.append(rec)
     return out
@@ -455,16 +463,16 @@ async def originals_of(
 async def build_arms(
     svc: AsyncMemoryService, records: Sequence[Mapping[str, Any]], conv: Conversation, cfg: LinksConfig
 ) -> dict[str, Any]:
-    """(Re)build the four arm scopes of one conversation; returns what each holds."""
+    """(Re)build the arm scopes of one conversation; returns what each holds."""
     source = scope_for(cfg.reuse_tag, conv.sample_id)
     originals, counts = await originals_of(svc, records, source)
     info: dict[str, Any] = {**counts, "embedding_check_min_cosine": None}
-    if originals:
+    if originals or any(not on for _, _, on in ARMS.values()):  # some arm re-embeds notes
         info["embedding_check_min_cosine"] = await check_embeddings(svc, records, source)
     bq = BenchQueries(svc.store)
     scopes = {arm: scope_for(arm_tag(cfg.reuse_tag, arm), conv.sample_id) for arm in ARMS}
     if len(set(scopes.values())) != len(ARMS) or source in scopes.values():
-        raise InvalidInputError(f"tag {cfg.reuse_tag!r} is too long to name four arm scopes apart")
+        raise InvalidInputError(f"tag {cfg.reuse_tag!r} is too long to name the arm scopes apart")
     for arm, scope in scopes.items():
         await bq.delete_scope(scope)  # always rebuilt: the source may have grown since
         recs = arm_records(records, arm, originals)
@@ -602,7 +610,13 @@ async def run_links_eval(
 def ablation_summary(parts: Mapping[str, list[Any]], mode: str, k: int, cfg: LinksConfig) -> dict[str, Any]:
     merged = {arm: merge(p, (mode,), (k,)) for arm, p in parts.items()}
     arms = {
-        arm: {"links": ARMS[arm][0], "evolution": ARMS[arm][1], **summarise(m, (k,))[mode]} for arm, m in merged.items()
+        arm: {
+            "links": ARMS[arm][0],
+            "evolution": ARMS[arm][1],
+            "enrichment": ARMS[arm][2],
+            **summarise(m, (k,))[mode],
+        }
+        for arm, m in merged.items()
     }
     metric = f"budget_recall@{k}"
     full = merged["full"][mode][k]
@@ -613,6 +627,7 @@ def ablation_summary(parts: Mapping[str, list[Any]], mode: str, k: int, cfg: Lin
         acc = m[mode][k]
         deltas[arm] = {
             "full_minus_arm": paired_bootstrap(full.budget_recall, acc.budget_recall, cfg.bootstrap, cfg.seed),
+            "all_evidence_full_minus_arm": paired_bootstrap(full.budget_hit, acc.budget_hit, cfg.bootstrap, cfg.seed),
             "by_category": {
                 str(cat): paired_bootstrap(
                     [x for x, c in zip(full.budget_recall, full.category, strict=True) if c == cat],

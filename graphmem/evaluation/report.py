@@ -460,6 +460,8 @@ def links_markdown(result: dict[str, Any]) -> str:
         arms = list(ab["arms"])
         k = ab["k"]
         metric = ab["metric"]
+        others = [a for a in arms if a != "full"]
+        d = ab["deltas"]
         lines += [
             "## Ablation on retrieval (A-MEM Table 3, done on recall)",
             "",
@@ -467,40 +469,57 @@ def links_markdown(result: dict[str, Any]) -> str:
                 f"Recall@{k} within the ask budget ({c['context_token_budget']} tokens), search `{ab['mode']}` with "
                 f"{c['links_per_hit']} links per hit, on the same {ab['questions']} questions; arms built from the "
                 "ingested scopes by export and import (`no-links`: LLM links dropped, turn links kept; "
-                "`no-evolution`: evolved notes back to their values before their first evolution, re-embedded). "
+                "`no-evolution`: evolved notes back to their values before their first evolution, re-embedded; "
+                "`no-enrichment`: keywords, tags and context emptied, re-embedded from the content alone). "
                 "Effects: full minus the arm, paired over questions, 95% bootstrap interval."
             ),
             "",
-            "| category | n | "
-            + " | ".join(arms)
-            + " | links effect (full - no-links) | evolution effect (full - no-evolution) | both (full - neither) |",
-            "|---|---|" + "---|" * (len(arms) + 3),
+            "| category | n | " + " | ".join(arms) + " | " + " | ".join(f"full - {a}" for a in others) + " |",
+            "|---|---|" + "---|" * (len(arms) + len(others)),
         ]
         first = ab["arms"][arms[0]]
         cats = sorted(first["by_category"])
-        d = ab["deltas"]
         lines.append(
             f"| overall | {first['overall'].get('count', 0)} | "
             + " | ".join(_f(ab["arms"][a]["overall"].get(metric), 1, 3) for a in arms)
-            + f" | {_ci(d['no-links']['full_minus_arm'])} | {_ci(d['no-evolution']['full_minus_arm'])} | "
-            f"{_ci(d['neither']['full_minus_arm'])} |"
+            + " | "
+            + " | ".join(_ci(d[a]["full_minus_arm"]) for a in others)
+            + " |"
         )
         for cat in cats:
             lines.append(
                 f"| {_cat_label(cat)} | {first['by_category'][cat].get('count', 0)} | "
                 + " | ".join(_f(ab["arms"][a]["by_category"].get(cat, {}).get(metric), 1, 3) for a in arms)
-                + f" | {_ci(d['no-links']['by_category'].get(cat))} | {_ci(d['no-evolution']['by_category'].get(cat))} | "
-                f"{_ci(d['neither']['by_category'].get(cat))} |"
+                + " | "
+                + " | ".join(_ci(d[a]["by_category"].get(cat)) for a in others)
+                + " |"
             )
+        hit = f"budget_hit@{k}"
+        if any(hit in ab["arms"][a]["overall"] for a in arms):
+            lines += [
+                "",
+                "Share of questions with every evidence turn inside the budget (what a multi-hop answer needs):",
+                "",
+                "| category | " + " | ".join(arms) + " |",
+                "|---|" + "---|" * len(arms),
+                "| overall | " + " | ".join(_f(ab["arms"][a]["overall"].get(hit), 1, 3) for a in arms) + " |",
+            ]
+            for cat in cats:
+                lines.append(
+                    f"| {_cat_label(cat)} | "
+                    + " | ".join(_f(ab["arms"][a]["by_category"].get(cat, {}).get(hit), 1, 3) for a in arms)
+                    + " |"
+                )
         lines += [
             "",
-            f"| arm | LLM links | evolution | recall@{k} (all notes returned) | all-evidence hit@{k} | notes@{k} | tokens kept within budget |",
-            "|---|---|---|---|---|---|---|",
+            f"| arm | LLM links | evolution | enrichment | recall@{k} (all notes returned) | all-evidence hit@{k} | notes@{k} | tokens kept within budget |",
+            "|---|---|---|---|---|---|---|---|",
         ]
         for a in arms:
             o = ab["arms"][a]["overall"]
             lines.append(
-                f"| {a} | {_f(ab['arms'][a]['links'])} | {_f(ab['arms'][a]['evolution'])} | {_f(o.get(f'recall@{k}'), 1, 3)} | "
+                f"| {a} | {_f(ab['arms'][a]['links'])} | {_f(ab['arms'][a]['evolution'])} | "
+                f"{_f(ab['arms'][a].get('enrichment', True))} | {_f(o.get(f'recall@{k}'), 1, 3)} | "
                 f"{_f(o.get(f'hit@{k}'), 1, 3)} | {_f(o.get(f'notes@{k}'), 1, 1)} | {_f(o.get(f'budget_tokens@{k}'), 1, 0)} |"
             )
         lines += [

@@ -74,6 +74,7 @@ class _Acc:
     notes: list[int] = field(default_factory=list)
     budget_recall: list[float] = field(default_factory=list)
     budget_tokens: list[int] = field(default_factory=list)
+    budget_hit: list[float] = field(default_factory=list)  # 1.0: every evidence turn inside the budget
     category: list[int] = field(default_factory=list)
 
 
@@ -178,7 +179,9 @@ async def evaluate_conversation(
                     acc.hit.append(hit)
                     acc.tokens.append(full_tokens)
                     acc.notes.append(len(found))
-                    acc.budget_recall.append(_recall(full_kept, ev)[0])
+                    br, bhit = _recall(full_kept, ev)
+                    acc.budget_recall.append(br)
+                    acc.budget_hit.append(bhit)
                     acc.budget_tokens.append(full_budgeted.tokens)
                     acc.category.append(q.category)
                     continue
@@ -198,8 +201,9 @@ async def evaluate_conversation(
                 acc.tokens.append(build_context(found_notes).tokens)  # written as ask writes it
                 acc.notes.append(len(found_ids))
                 ctx = build_context(found_notes, budget)
-                br, _ = _recall([found[j] for j in ctx.used], ev)
+                br, bhit = _recall([found[j] for j in ctx.used], ev)
                 acc.budget_recall.append(br)
+                acc.budget_hit.append(bhit)
                 acc.budget_tokens.append(ctx.tokens)
                 acc.category.append(q.category)
         if progress is not None:
@@ -226,6 +230,7 @@ def _summary(acc: _Acc, idx: Sequence[int] | None = None) -> dict[str, float | i
         "notes": m(acc.notes),
         "budget_recall": m(acc.budget_recall),
         "budget_tokens": m(acc.budget_tokens),
+        "budget_hit": m(acc.budget_hit),
         "count": len(list(sel)),
     }
 
@@ -237,7 +242,16 @@ def merge(
     for part in parts:
         for m, by_k in part.items():
             for k, a in by_k.items():
-                for name in ("recall", "hit", "tokens", "notes", "budget_recall", "budget_tokens", "category"):
+                for name in (
+                    "recall",
+                    "hit",
+                    "tokens",
+                    "notes",
+                    "budget_recall",
+                    "budget_tokens",
+                    "budget_hit",
+                    "category",
+                ):
                     getattr(out[m][k], name).extend(getattr(a, name))
     return out
 

@@ -146,7 +146,7 @@ async def test_connectivity_and_arms_on_a_scripted_ingest(
         assert evolved_now[d].version == 1 + n
         assert evolved_now[d].context == [c for t, cs in EVOLUTIONS.items() for x, c in cs if x == d][-1]
     source_vectors = {r["id"]: r["embedding"] for r in await svc.export_notes(source)}
-    for arm, (links_on, evolution_on) in ARMS.items():
+    for arm, (links_on, evolution_on, enrichment_on) in ARMS.items():
         scope = scope_for(arm_tag(tag, arm), "tiny-1")
         records = {r["source_id"]: r for r in await svc.export_notes(scope)}
         assert len(records) == 11 and arms[arm]["notes"] == 11
@@ -157,7 +157,13 @@ async def test_connectivity_and_arms_on_a_scripted_ingest(
         for d in EVOLVED:
             rec = records[d]
             src_id = note_id(tag, "tiny-1", d)
-            if evolution_on:
+            if not enrichment_on:  # content alone, embedded from it
+                assert (rec["context"], rec["tags"], rec["keywords"]) == ("", [], [])
+                note = await svc.get(rec["id"], scope)
+                (fresh,) = embedder.embed_documents([embed_text(note, svc.settings.embed_text_variant)])
+                assert float(np.dot(fresh, rec["embedding"])) > 0.999
+                assert float(np.dot(source_vectors[src_id], rec["embedding"])) < 0.999
+            elif evolution_on:
                 assert rec["context"] == evolved_now[d].context
                 assert rec["embedding"] == pytest.approx(source_vectors[src_id])
             else:  # back to the values before the first evolution, embedded from them
@@ -172,21 +178,24 @@ async def test_connectivity_and_arms_on_a_scripted_ingest(
                 # evolution kept the search vector (evolution_reembed off): the source's is the same
                 assert float(np.dot(source_vectors[src_id], rec["embedding"])) > 0.999
         unevolved = records["D2:5"]
-        assert unevolved["embedding"] == pytest.approx(source_vectors[note_id(tag, "tiny-1", "D2:5")])
+        if enrichment_on:
+            assert unevolved["embedding"] == pytest.approx(source_vectors[note_id(tag, "tiny-1", "D2:5")])
 
-    # The ablation table: four arms, the same questions, per category; the full arm is a faithful copy.
+    # The ablation table: five arms, the same questions, per category; the full arm is a faithful copy.
     ab = result["ablation"]
     assert list(ab["arms"]) == list(ARMS) and ab["metric"] == "budget_recall@10" and ab["questions"] == 11
     for data in ab["arms"].values():
         assert data["overall"]["count"] == 11 and set(data["by_category"]) == {"1", "2", "3", "4"}
         assert 0.0 <= data["overall"]["budget_recall@10"] <= 1.0
-    assert set(ab["deltas"]) == {"no-evolution", "no-links", "neither"}
+        assert 0.0 <= data["overall"]["budget_hit@10"] <= data["overall"]["budget_recall@10"]
+    assert set(ab["deltas"]) == {"no-evolution", "no-links", "neither", "no-enrichment"}
     plain = await run_retrieval_eval(svc, convs, RetrievalConfig(ks=(10,), modes=("hybrid",), reuse_tag=tag))
     assert ab["arms"]["full"]["overall"] == plain["modes"]["hybrid"]["overall"]
 
     written = write_outputs(result, tmp_path)
     md = written["markdown"].read_text()
     assert "Evidence connectivity" in md and "| overall | 11 |" in md and "no-evolution" in md
+    assert "full - no-enrichment" in md and "every evidence turn inside the budget" in md
     assert written["plot"].stat().st_size > 1000
     assert json.loads(written["json"].read_text())["kind"] == "links"
 

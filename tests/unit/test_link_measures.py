@@ -226,6 +226,10 @@ def test_arm_records_drop_llm_links_and_revert_evolutions() -> None:
 
     neither = arm_records(records, "neither", originals)
     assert "embedding" not in neither[0] and len(neither[1]["links"]) == 1
+
+    plain = arm_records(records, "no-enrichment", originals)  # content alone, links and evolutions kept
+    assert all((r["context"], r["tags"], r["keywords"]) == ("", [], []) and "embedding" not in r for r in plain)
+    assert len(plain[1]["links"]) == 2 and plain[0]["content"] == records[0]["content"]
     assert records[0]["context"] == "evolved" and "embedding" in records[0]  # the export is not changed
 
     long_id = "x" * 127
