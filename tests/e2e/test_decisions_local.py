@@ -23,10 +23,7 @@ from graphmem.models import Scope
 from graphmem.service import AsyncMemoryService, sentence_refusal, sentences, speaker_of
 from tests.e2e import local_build
 
-pytestmark = pytest.mark.e2e
-
-if (why := local_build.missing()) is not None:
-    pytest.skip(why, allow_module_level=True)
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("local_model_servable")]
 
 
 def _free_port() -> int:

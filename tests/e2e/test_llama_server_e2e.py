@@ -34,16 +34,21 @@ from graphmem.models import Note, Scope, Usage
 from graphmem.service.linking import EvolutionDecision
 from graphmem.service.linking.prompts import evolve_messages
 
-pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="session")]
+pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="session"), pytest.mark.usefixtures("built")]
 
 SPEC = GGUF_MODELS["qwen2.5-coder-0.5b"]
-if importlib.util.find_spec(SPEC.module(1)) is None:
-    pytest.skip(f"0.5B weights not installed: {SPEC.pip_command()}", allow_module_level=True)
 BUILD = LlamaBuild(load_settings().home)
-if not BUILD.is_built():
-    if BUILD.failure() is not None:
-        pytest.fail(f"llama-server did not build: {BUILD.failure()}", pytrace=False)
-    pytest.skip("llama-server is not built: run `graphmem llm build`", allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def built() -> None:
+    """Checked when the tests run, not at collection: CI builds llama-server beside the other tests."""
+    if importlib.util.find_spec(SPEC.module(1)) is None:
+        pytest.skip(f"0.5B weights not installed: {SPEC.pip_command()}")
+    if not BUILD.is_built():
+        if BUILD.failure() is not None:
+            pytest.fail(f"llama-server did not build: {BUILD.failure()}", pytrace=False)
+        pytest.skip("llama-server is not built: run `graphmem llm build`")
 
 
 def _free_port() -> int:
