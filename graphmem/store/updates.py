@@ -15,6 +15,24 @@ if TYPE_CHECKING:
     from graphmem.store.neo4j_store import Neo4jNoteStore
 
 
+async def _relate(
+    store: Neo4jNoteStore,
+    query: str,
+    ids: Mapping[str, str],
+    scope: Scope,
+    *,
+    at: datetime,
+    reason: str,
+    p_yes: float | None,
+    caused_by: str,
+) -> bool:
+    """One write of a relation in time between two notes of ``scope``; False when either is absent."""
+    rows = await store.run_write(
+        query, **ids, **scope.params(), at=at, reason=reason, p_yes=p_yes, now=utcnow(), caused_by=caused_by
+    )
+    return bool(rows)
+
+
 async def supersede(
     store: Neo4jNoteStore,
     newer_id: str,
@@ -26,18 +44,8 @@ async def supersede(
     p_yes: float | None,
     caused_by: str,
 ) -> bool:
-    rows = await store.run_write(
-        "updates/supersede",
-        newer_id=newer_id,
-        older_id=older_id,
-        **scope.params(),
-        at=at,
-        reason=reason,
-        p_yes=p_yes,
-        now=utcnow(),
-        caused_by=caused_by,
-    )
-    return bool(rows)
+    ids = {"newer_id": newer_id, "older_id": older_id}
+    return await _relate(store, "updates/supersede", ids, scope, at=at, reason=reason, p_yes=p_yes, caused_by=caused_by)
 
 
 async def conflict(
@@ -51,18 +59,8 @@ async def conflict(
     p_yes: float | None,
     caused_by: str,
 ) -> bool:
-    rows = await store.run_write(
-        "updates/conflict",
-        note_id=note_id,
-        other_id=other_id,
-        **scope.params(),
-        at=at,
-        reason=reason,
-        p_yes=p_yes,
-        now=utcnow(),
-        caused_by=caused_by,
-    )
-    return bool(rows)
+    ids = {"note_id": note_id, "other_id": other_id}
+    return await _relate(store, "updates/conflict", ids, scope, at=at, reason=reason, p_yes=p_yes, caused_by=caused_by)
 
 
 def entry_from_record(rec: Mapping[str, Any]) -> TimelineEntry:
