@@ -122,7 +122,8 @@ def model_label(settings: Settings) -> str:
 
 
 def derive_tag(settings: Settings) -> str:
-    """A short, readable tag naming what changes the stored notes: model, ablation switches, embed text."""
+    """A short, readable tag naming what changes the stored notes: model, ablation switches, embed text,
+    and every write-path setting (a change gives a new tag, so a resumed ingest is one configuration)."""
     flags = "".join(
         c if on else "-"
         for c, on in (
@@ -141,6 +142,18 @@ def derive_tag(settings: Settings) -> str:
             settings.embed_text_variant,
             settings.neighbour_k,
             settings.embedder,
+        ]
+        # What the write path decides since issues 25-28: a resumed ingest never mixes two of them.
+        + [
+            settings.link_decision,
+            settings.link_candidates,
+            settings.link_threshold,
+            settings.link_word_candidates,
+            settings.ground_enrichment,
+            settings.evolution_reembed,
+            settings.enable_supersession,
+            settings.supersession_candidates,
+            settings.supersession_threshold,
         ]
     )
     digest = hashlib.sha256(key.encode()).hexdigest()[:6]

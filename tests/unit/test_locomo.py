@@ -120,6 +120,13 @@ def test_tag_names_the_configuration() -> None:
     assert derive_tag(base) == derive_tag(Settings())
     assert derive_tag(base) != derive_tag(base.model_copy(update={"enable_evolution": False}))
     assert derive_tag(base) != derive_tag(base.model_copy(update={"local_model": "qwen2.5-coder-0.5b"}))
+    for write_path in (
+        {"enable_supersession": False},
+        {"link_word_candidates": 0},
+        {"ground_enrichment": False},
+        {"link_decision": "pairwise" if base.link_decision != "pairwise" else "joint"},
+    ):
+        assert derive_tag(base) != derive_tag(base.model_copy(update=write_path)), write_path
     assert "-elv-" in derive_tag(base)
 
 
