@@ -36,7 +36,7 @@ from graphmem.models import (
     UndoOutcome,
     UndoWrite,
 )
-from graphmem.models.timeline import TimelineEntry, TimelineRow
+from graphmem.models.timeline import TimelineEntry, TimelineRow, TimeRelation
 
 
 class NoteStore(Protocol):
@@ -240,6 +240,10 @@ class NoteStore(Protocol):
 
     async def derive(self, note_id: str, source_ids: Sequence[str], scope: Scope) -> list[str]:
         """DERIVED_FROM from a synthesis note to its sources (all of the scope); the sources linked."""
+        ...
+
+    async def time_relations(self, scope: Scope) -> dict[str, list[TimeRelation]]:
+        """The scope's SUPERSEDES, CONFLICTS_WITH and DERIVED_FROM, by the note each starts from (export)."""
         ...
 
 

@@ -22,12 +22,12 @@ questions share counts twice). Against:
 - the turn links alone and all links (LLM + turn), for scale.
 
 **The ablation A-MEM reports, on retrieval.** From each ingested scope (links and evolution on),
-five arm scopes ``locomo-<tag>.<arm>-<sample>`` are derived through the service's export and
+six arm scopes ``locomo-<tag>.<arm>-<sample>`` are derived through the service's export and
 import: ``full`` (a copy), ``no-links`` (the LLM links dropped, the turn links kept), ``no-evolution``
 (every evolved note back to its values before its first evolution, read from its versions, and
-re-embedded by the import), ``neither``, and ``no-enrichment`` (keywords, tags and context emptied,
+re-embedded by the import), ``neither``, ``no-enrichment`` (keywords, tags and context emptied,
 so the note is embedded and full-text indexed from its content alone, as the LLM-free path stores
-it; links kept). Then ``eval retrieval``'s recall@k within the ask budget (default search, k=10,
+it; links kept) and ``no-supersession`` (the supersessions and conflicts dropped: every note current). Then ``eval retrieval``'s recall@k within the ask budget (default search, k=10,
 the same questions) for each arm, per category, and the share of questions with every evidence
 turn inside the budget, with the paired bootstrap interval of each arm's difference from ``full``.
 The arms differ only post hoc: in a real ingest without evolution the model would also have seen
@@ -42,7 +42,7 @@ import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -57,15 +57,33 @@ from graphmem.store import BenchQueries
 Progress = Callable[[str, int, int], None]
 Edge = tuple[str, str]
 
-# arm -> (LLM links kept, evolutions kept, enrichment kept); the order of the report's columns.
-ARMS: dict[str, tuple[bool, bool, bool]] = {
-    "full": (True, True, True),
-    "no-evolution": (True, False, True),
-    "no-links": (False, True, True),
-    "neither": (False, False, True),
-    "no-enrichment": (True, True, False),
+
+class ArmSpec(NamedTuple):
+    """What an arm keeps of the ingested scope."""
+
+    links: bool  # the LLM's links (turn links always)
+    evolution: bool  # evolved values (off: each evolved note back to its first values)
+    enrichment: bool  # keywords, tags and context (off: content alone, re-embedded)
+    updates: bool  # supersessions and conflicts (issue 28; off: every note current)
+
+
+# The order of the report's columns.
+ARMS: dict[str, ArmSpec] = {
+    "full": ArmSpec(True, True, True, True),
+    "no-evolution": ArmSpec(True, False, True, True),
+    "no-links": ArmSpec(False, True, True, True),
+    "neither": ArmSpec(False, False, True, True),
+    "no-enrichment": ArmSpec(True, True, False, True),
+    "no-supersession": ArmSpec(True, True, True, False),
 }
-_ARM_CODES = {"full": "af", "no-evolution": "ae", "no-links": "al", "neither": "an", "no-enrichment": "ax"}
+_ARM_CODES = {
+    "full": "af",
+    "no-evolution": "ae",
+    "no-links": "al",
+    "neither": "an",
+    "no-enrichment": "ax",
+    "no-supersession": "as",
+}
 TARGET_RATIO = 2.0  # issue 18: evidence connectivity through LLM links at least 2x the random rate
 EMBEDDING_CHECK_MIN_COSINE = 0.999
 
@@ -385,8 +403,9 @@ def arm_records(
     """Export records of one arm: ids renamed for the arm; without links, only the turn links kept;
     without evolution, each evolved note back to ``originals[id]`` (its values before its first
     evolution) and its embedding dropped so that the import embeds the restored text; without
-    enrichment, keywords, tags and context emptied and the embedding dropped (content alone)."""
-    links_on, evolution_on, enrichment_on = ARMS[arm]
+    enrichment, keywords, tags and context emptied and the embedding dropped (content alone); without
+    updates, no supersession or conflict (derivations kept)."""
+    links_on, evolution_on, enrichment_on, updates_on = ARMS[arm]
     out: list[dict[str, Any]] = []
     for r in records:
         rec = dict(r)
@@ -399,6 +418,15 @@ def arm_records(
             }
             for link in r.get("links") or []
             if links_on or is_turn_link(link)
+        ]
+        rec["updates"] = [
+            {
+                **u,
+                "target_id": arm_note_id(arm, u["target_id"]),
+                **({"caused_by": arm_note_id(arm, u["caused_by"])} if u.get("caused_by") else {}),
+            }
+            for u in r.get("updates") or []
+            if updates_on or u["type"] == "DERIVED_FROM"
         ]
         if not evolution_on and r["id"] in originals:
             v = originals[r["id"]]
@@ -467,7 +495,7 @@ async def build_arms(
     source = scope_for(cfg.reuse_tag, conv.sample_id)
     originals, counts = await originals_of(svc, records, source)
     info: dict[str, Any] = {**counts, "embedding_check_min_cosine": None}
-    if originals or any(not on for _, _, on in ARMS.values()):  # some arm re-embeds notes
+    if originals or any(not spec.enrichment for spec in ARMS.values()):  # some arm re-embeds notes
         info["embedding_check_min_cosine"] = await check_embeddings(svc, records, source)
     bq = BenchQueries(svc.store)
     scopes = {arm: scope_for(arm_tag(cfg.reuse_tag, arm), conv.sample_id) for arm in ARMS}
@@ -485,6 +513,7 @@ async def build_arms(
             "tag": arm_tag(cfg.reuse_tag, arm),
             "notes": stored,
             "links": sum(len(r["links"]) for r in recs),
+            "updates": sum(len(r["updates"]) for r in recs),
             "reverted": sum(1 for r in recs if "embedding" not in r),
         }
     return info
@@ -609,15 +638,7 @@ async def run_links_eval(
 
 def ablation_summary(parts: Mapping[str, list[Any]], mode: str, k: int, cfg: LinksConfig) -> dict[str, Any]:
     merged = {arm: merge(p, (mode,), (k,)) for arm, p in parts.items()}
-    arms = {
-        arm: {
-            "links": ARMS[arm][0],
-            "evolution": ARMS[arm][1],
-            "enrichment": ARMS[arm][2],
-            **summarise(m, (k,))[mode],
-        }
-        for arm, m in merged.items()
-    }
+    arms = {arm: {**ARMS[arm]._asdict(), **summarise(m, (k,))[mode]} for arm, m in merged.items()}
     metric = f"budget_recall@{k}"
     full = merged["full"][mode][k]
     deltas: dict[str, Any] = {}

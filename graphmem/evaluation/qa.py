@@ -142,9 +142,7 @@ def derive_tag(settings: Settings) -> str:
             settings.embed_text_variant,
             settings.neighbour_k,
             settings.embedder,
-        ]
-        # What the write path decides since issues 25-28: a resumed ingest never mixes two of them.
-        + [
+            # What the write path decides since issues 25-28: a resumed ingest never mixes two of them.
             settings.link_decision,
             settings.link_candidates,
             settings.link_threshold,

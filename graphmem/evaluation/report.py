@@ -470,7 +470,8 @@ def links_markdown(result: dict[str, Any]) -> str:
                 f"{c['links_per_hit']} links per hit, on the same {ab['questions']} questions; arms built from the "
                 "ingested scopes by export and import (`no-links`: LLM links dropped, turn links kept; "
                 "`no-evolution`: evolved notes back to their values before their first evolution, re-embedded; "
-                "`no-enrichment`: keywords, tags and context emptied, re-embedded from the content alone). "
+                "`no-enrichment`: keywords, tags and context emptied, re-embedded from the content alone; "
+                "`no-supersession`: supersessions and conflicts dropped). "
                 "Effects: full minus the arm, paired over questions, 95% bootstrap interval."
             ),
             "",
@@ -512,14 +513,15 @@ def links_markdown(result: dict[str, Any]) -> str:
                 )
         lines += [
             "",
-            f"| arm | LLM links | evolution | enrichment | recall@{k} (all notes returned) | all-evidence hit@{k} | notes@{k} | tokens kept within budget |",
-            "|---|---|---|---|---|---|---|---|",
+            f"| arm | LLM links | evolution | enrichment | supersession | recall@{k} (all notes returned) | all-evidence hit@{k} | notes@{k} | tokens kept within budget |",
+            "|---|---|---|---|---|---|---|---|---|",
         ]
         for a in arms:
             o = ab["arms"][a]["overall"]
             lines.append(
                 f"| {a} | {_f(ab['arms'][a]['links'])} | {_f(ab['arms'][a]['evolution'])} | "
-                f"{_f(ab['arms'][a].get('enrichment', True))} | {_f(o.get(f'recall@{k}'), 1, 3)} | "
+                f"{_f(ab['arms'][a].get('enrichment', True))} | {_f(ab['arms'][a].get('updates', True))} | "
+                f"{_f(o.get(f'recall@{k}'), 1, 3)} | "
                 f"{_f(o.get(f'hit@{k}'), 1, 3)} | {_f(o.get(f'notes@{k}'), 1, 1)} | {_f(o.get(f'budget_tokens@{k}'), 1, 0)} |"
             )
         lines += [

@@ -21,11 +21,26 @@ from pydantic import BaseModel, Field
 
 SUPERSEDES = "SUPERSEDES"
 CONFLICTS_WITH = "CONFLICTS_WITH"
+DERIVED_FROM = "DERIVED_FROM"
+TimeRelationType = Literal["SUPERSEDES", "CONFLICTS_WITH", "DERIVED_FROM"]
 
 
 def as_utc(value: datetime) -> datetime:
     """A comparable instant: naive datetimes are taken as UTC."""
     return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+class TimeRelation(BaseModel):
+    """One supersession, conflict or derivation between two notes of a scope, as export writes it
+    (under the note it starts from) and import writes it back."""
+
+    type: TimeRelationType
+    target_id: str
+    at: datetime | None = None
+    reason: str | None = None
+    p_yes: float | None = None
+    created_at: datetime | None = None
+    caused_by: str | None = None
 
 
 class Supersession(BaseModel):

@@ -36,7 +36,7 @@ from graphmem.models import (
     UndoWrite,
     utcnow,
 )
-from graphmem.models.timeline import TimelineEntry, TimelineRow
+from graphmem.models.timeline import TimelineEntry, TimelineRow, TimeRelation
 from graphmem.store import updates
 from graphmem.store.fulltext import lucene_query
 from graphmem.store.note_search import EXACT_SCAN_MAX, IN_INDEX_OVER_FETCH, NoteSearch
@@ -396,6 +396,9 @@ class Neo4jNoteStore(NoteSearch):
 
     async def derive(self, note_id: str, source_ids: Sequence[str], scope: Scope) -> list[str]:
         return await updates.derive(self, note_id, source_ids, scope)
+
+    async def time_relations(self, scope: Scope) -> dict[str, list[TimeRelation]]:
+        return await updates.relations(self, scope)
 
 
 def _written(links: Sequence[Link], rows: Rows, now: Any, caused_by: str) -> list[Link]:

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from graphmem.models import Scope, utcnow
-from graphmem.models.timeline import TimelineEntry, TimelineRow
+from graphmem.models.timeline import TimelineEntry, TimelineRow, TimeRelation
 from graphmem.store.records import native
 
 if TYPE_CHECKING:
@@ -116,3 +116,20 @@ async def derive(store: Neo4jNoteStore, note_id: str, source_ids: Sequence[str],
         "updates/derive", note_id=note_id, **scope.params(), source_ids=list(source_ids), now=utcnow()
     )
     return [r["source_id"] for r in rows]
+
+
+async def relations(store: Neo4jNoteStore, scope: Scope) -> dict[str, list[TimeRelation]]:
+    """The scope's supersessions, conflicts and derivations, by the note each starts from."""
+    out: dict[str, list[TimeRelation]] = {}
+    for r in await store.run("updates/export", **scope.params()):
+        rel = TimeRelation(
+            type=r["type"],
+            target_id=r["target_id"],
+            at=native(r["at"]),
+            reason=r["reason"],
+            p_yes=r["p_yes"],
+            created_at=native(r["created_at"]),
+            caused_by=r["caused_by"],
+        )
+        out.setdefault(r["source_id"], []).append(rel)
+    return out

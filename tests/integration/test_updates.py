@@ -13,6 +13,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from graphmem.llm.update_prompts import KNOCK_ON_SYSTEM, SUPERSEDE_SYSTEM, TIMELINE_RULE
 from graphmem.models import Scope
 from graphmem.service.wording import content_words
+from graphmem.store import BenchQueries
 from tests.fakes import judged_reply, noted, pairwise_responder, text_reply
 
 
@@ -346,3 +347,41 @@ async def test_the_updates_eval_compares_with_supersession_off(make_service: Any
     assert result["supersession_off"]["overall"]["supersession"]["right"] == 0
     alone = await run_updates_eval(off, UpdatesConfig(conversations=("omar-flatmate",), run_id="test-updates-off"))
     assert "supersession_off" in alone and "supersession_on" not in alone
+
+
+async def test_export_and_import_keep_supersessions_conflicts_and_derivations(make_service: Any, scope: Scope) -> None:
+    """Nothing of the timeline is lost on the way through export and import (into another scope)."""
+
+    def moves_or_diets(a: str, b: str) -> float:
+        return max(moves(a, b), 0.88 if {"vegan", "steak"} <= content_words(a + " " + b) else 0.02)
+
+    svc, _ = await _service(make_service, updates_responder(moves_or_diets))
+    lyon = await svc.add("Ann: I live in Lyon with my cat.", scope, event_time="2021-03-01")
+    berlin = await svc.add("Ann: I moved to Berlin in June.", scope, event_time="2024-06-01")
+    await svc.add("Ann: I am vegan.", scope, event_time="2024-05-01T10:00:00")
+    steak = await svc.add("Ann: I eat steak every day.", scope, event_time="2024-05-01T10:00:00")
+    assert berlin.superseded and steak.conflicts
+    consolidated = await svc.consolidate(scope, dry_run=False)
+    assert consolidated.syntheses
+
+    records = await svc.export_notes(scope)
+    by_id = {r["id"]: r for r in records}
+    assert [(u["type"], u["target_id"]) for u in by_id[berlin.note.id]["updates"]] == [("SUPERSEDES", lyon.note.id)]
+    assert by_id[berlin.note.id]["updates"][0]["at"].startswith("2024-06-01")
+    assert [u["type"] for u in by_id[steak.note.id]["updates"]] == ["CONFLICTS_WITH"]
+    assert any(u["type"] == "DERIVED_FROM" for r in records for u in r["updates"])
+
+    other = Scope(user_id=scope.user_id + "-copy")
+    try:
+        assert await svc.import_notes(records, other) == len(records)
+        again = await svc.export_notes(other)
+        strip = {"created_at"}  # an update's own creation time is the import's (its `at` is kept)
+
+        def updates(recs: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+            return {r["id"]: [{k: v for k, v in u.items() if k not in strip} for u in r["updates"]] for r in recs}
+
+        assert updates(again) == updates(records)
+        hits = {h.note.id for h in await svc.search("Where does Ann live?", other, k=2)}
+        assert berlin.note.id in hits and lyon.note.id not in hits  # the copy knows Lyon is superseded
+    finally:
+        await BenchQueries(svc.store).delete_scope(other)

@@ -230,6 +230,24 @@ def test_arm_records_drop_llm_links_and_revert_evolutions() -> None:
     plain = arm_records(records, "no-enrichment", originals)  # content alone, links and evolutions kept
     assert all((r["context"], r["tags"], r["keywords"]) == ("", [], []) and "embedding" not in r for r in plain)
     assert len(plain[1]["links"]) == 2 and plain[0]["content"] == records[0]["content"]
+
+    updated = [
+        {**records[0], "updates": []},
+        {
+            **records[1],
+            "updates": [
+                {"type": "SUPERSEDES", "target_id": "a", "caused_by": "b"},
+                {"type": "DERIVED_FROM", "target_id": "a"},
+            ],
+        },
+    ]
+    kept = arm_records(updated, "full", originals)[1]["updates"]
+    assert [(u["type"], u["target_id"], u.get("caused_by")) for u in kept] == [
+        ("SUPERSEDES", "af-a", "af-b"),
+        ("DERIVED_FROM", "af-a", None),
+    ]
+    current = arm_records(updated, "no-supersession", originals)[1]
+    assert [u["type"] for u in current["updates"]] == ["DERIVED_FROM"] and len(current["links"]) == 2
     assert records[0]["context"] == "evolved" and "embedding" in records[0]  # the export is not changed
 
     long_id = "x" * 127
