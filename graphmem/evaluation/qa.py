@@ -152,6 +152,7 @@ def derive_tag(settings: Settings) -> str:
             settings.enable_supersession,
             settings.supersession_candidates,
             settings.supersession_threshold,
+            settings.supersession_gate,
         ]
     )
     digest = hashlib.sha256(key.encode()).hexdigest()[:6]

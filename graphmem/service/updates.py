@@ -80,11 +80,31 @@ _WORD = re.compile(r"\w+")
 _EPOCH = datetime(1, 1, 1, tzinfo=UTC)
 KNOCK_ON_MAX = 8  # linked notes re-checked per superseded note
 
+# The kinds of fact SUPERSEDE_SYSTEM asks about, and words that say something changed. A new note with
+# none of them gets no supersession question (``supersession_gate``): the question would be about a fact
+# the prompt does not cover. Only the new note is read; an earlier note is found by the new one's words.
+_CHANGE_CUES = (
+    r"now|no longer|any ?more|moved?|moving|switch(?:ed|ing)?|sold|bought|left|start(?:ed|ing)?|stopp?ed|quit|"
+    r"took up|instead|new|used to|chang(?:e|ed|ing)|became|gave up|joined|retired|divorced|married|broke up|"
+    r"adopt(?:ed|ing)?|ex"
+)
+_CHANGEABLE_FACTS = (
+    r"live[sd]?|living|flat(?:mate)?s?|apartment|house|home|city|work(?:s|ing|ed)?|job|employer|company|"
+    r"manager|boss|play(?:s|ing|ed)?|instrument|sport|vegan|vegetarian|diet|eat(?:s|ing)?|car|bike|"
+    r"drive[sn]?|driving|cycl(?:e|es|ing)|commute|scooter|partner|boyfriend|girlfriend|husband|wife|pet|dog|cat"
+)
+_MAY_CHANGE = re.compile(rf"\b(?:{_CHANGE_CUES}|{_CHANGEABLE_FACTS})\b", re.IGNORECASE)
+
 Order = Literal["newer", "older", "same"]
 AddSynthesis = Callable[[Synthesis], Awaitable[object]]
 
 
 # --- pure rules -----------------------------------------------------------------------------------
+
+
+def may_change_a_fact(text: str) -> bool:
+    """Whether a note names a fact the supersession question covers, or a change (the gate)."""
+    return _MAY_CHANGE.search(text) is not None
 
 
 def time_of(note: Note) -> datetime:
@@ -182,6 +202,8 @@ async def record(
     linked to the superseded ones; everything reported in ``result`` (refusals in ``rejected``).
     ``skip``: notes never judged from this side (the later notes of an ingest judge this one)."""
     note, usage, threshold = built.note, built.usage, settings.supersession_threshold
+    if settings.supersession_gate and not may_change_a_fact(note.content):
+        return result
     try:
         found = await candidates(store, built, settings, skip)
         rows = {r.note_id: r for r in await store.timeline([n.id for n in found], note.scope)}

@@ -188,6 +188,27 @@ async def test_the_setting_turns_it_off(make_service: Any, scope: Scope) -> None
     assert not [m for m in model.calls if str(m[0].content) == SUPERSEDE_SYSTEM]
 
 
+async def test_small_talk_is_not_asked_about_unless_the_gate_is_off(make_service: Any, scope: Scope) -> None:
+    """The gate: a note naming no changeable fact and no change gets no supersession question."""
+
+    def asked(model: Any) -> list[str]:
+        return [str(m[-1].content) for m in model.calls if str(m[0].content) == SUPERSEDE_SYSTEM]
+
+    for gate in (True, False):
+        svc, model = await _service(make_service, updates_responder(moves), supersession_gate=gate)
+        sc = Scope(user_id=f"{scope.user_id}-{gate}")
+        try:
+            await svc.add("Ann: I live in Lyon.", sc, event_time="2021-03-01")
+            chat = await svc.add("Ann: Haha, that sounds lovely, thanks for sharing!", sc, event_time="2022-01-01")
+            assert chat.superseded == []
+            berlin = await svc.add("Ann: I moved to Berlin.", sc, event_time="2024-06-01")
+            assert [s.older_id for s in berlin.superseded] != []  # a note with a change is asked about either way
+            about_chat = [q for q in asked(model) if "sounds lovely" in q.split("Note B:")[1]]
+            assert bool(about_chat) is (not gate), gate
+        finally:
+            await BenchQueries(svc.store).delete_scope(sc)
+
+
 async def test_the_updates_eval_scores_the_shipped_gold_with_a_scripted_model(make_service: Any, tmp_path: Any) -> None:
     from graphmem.evaluation.updates import UpdatesConfig, load_gold, run_updates_eval, updates_markdown
 

@@ -136,3 +136,21 @@ def test_as_of_must_be_a_date() -> None:
     assert _moment(None) is None
     with pytest.raises(InvalidInputError):
         _moment("last spring")
+
+
+def test_the_gate_passes_every_newer_note_of_the_gold_and_not_small_talk() -> None:
+    import json
+
+    from graphmem.evaluation.updates import default_gold_path
+    from graphmem.service.updates import may_change_a_fact
+
+    gold = json.loads(default_gold_path().read_text(encoding="utf-8"))
+    for conv in gold["conversations"]:
+        text = {t["n"]: t["text"] for t in conv["turns"]}
+        pairs = conv["supersedes"] + conv.get("acceptable", []) + conv.get("conflicts", [])
+        for newer, _ in pairs:
+            assert may_change_a_fact(text[newer]), text[newer]
+    for chat in ("Nice! What do you do there?", "That sounds lovely, thanks for sharing.", "Haha, same here!"):
+        assert not may_change_a_fact(chat)
+    assert may_change_a_fact("Caroline: I adopted a greyhound last week.")
+    assert not may_change_a_fact("Melanie: Exactly, that is the spirit!")  # "ex" is a whole word only
