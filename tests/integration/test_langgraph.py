@@ -194,10 +194,11 @@ async def test_expired_items_are_gone_for_readers_before_the_sweep(user: str, ma
     svc, _ = await make_service()
     store = GraphmemStore(svc, scope=Scope(user_id=user))
     root = f"ttl-{uuid.uuid4().hex[:6]}"
-    await store.aput((root, "short"), "gone", {"text": "short-lived"}, ttl=0.01)  # 0.6 s
+    # 3 s: long enough for the first read to come before expiry on a loaded runner, short for a test
+    await store.aput((root, "short"), "gone", {"text": "short-lived"}, ttl=0.05)
     await store.aput((root, "long"), "kept", {"text": "long-lived"}, ttl=60)
     assert (await store.aget((root, "short"), "gone", refresh_ttl=False)) is not None
-    await asyncio.sleep(1.0)
+    await asyncio.sleep(3.2)
     assert await store.aget((root, "short"), "gone", refresh_ttl=False) is None
     assert await store.aget((root, "short"), "gone") is None  # and a refreshing read does not revive it
     assert [i.key for i in await store.asearch((root,))] == ["kept"]
