@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import copy
 import itertools
 import json
 from pathlib import Path
@@ -60,10 +61,11 @@ async def coverage(svc: AsyncMemoryService, conv: Any) -> dict[str, Any]:
         built = ConstructedNote(note=note, embedding=list(note.embedding), usage=Usage())
         seen[b] = {}
         for name, nearest, words in CONFIGS:
-            svc.steps.settings = svc.settings.model_copy(
+            steps = copy.copy(svc.steps)  # its own settings: the service's steps stay as they are
+            steps.settings = svc.settings.model_copy(
                 update={"link_candidates": nearest, "link_word_candidates": words, "neighbour_k": max(nearest, 5)}
             )
-            found = await svc.steps.neighbours(built, exclude_ids=after)
+            found = await steps.neighbours(built, exclude_ids=after)
             seen[b][name] = [n.source_id or "" for n in found[: nearest + words]]
     out: dict[str, Any] = {"conversation": conv.sample_id, "turns": len(items)}
     for kind, ps in pairs.items():
