@@ -199,10 +199,11 @@ def test_cli_locomo_with_full_context_and_rag_baselines(
     main = ScriptedChatModel(amem_responder(answer="Lisbon"))
     fc = ScriptedChatModel(amem_responder(answer="Lisbon"))
     started: list[Settings] = []
+    stopped: list[bool] = []
 
-    def fc_model(s: Settings) -> tuple[ScriptedChatModel, int | None]:
+    def fc_model(s: Settings) -> tuple[ScriptedChatModel, int | None, Any]:
         started.append(s)
-        return fc, None  # a server that does not say its slot size
+        return fc, None, lambda: stopped.append(True)  # a server that does not say its slot size
 
     monkeypatch.setattr(graphmem.local, "chat_model", lambda s: main)
     monkeypatch.setattr(cli, "_full_context_model", fc_model)
@@ -221,6 +222,7 @@ def test_cli_locomo_with_full_context_and_rag_baselines(
         server = data["config"]["full_context_server"]  # its own server: 1 slot of 32K on the next port
         assert (server["local_llm_ctx"], server["local_llm_parallel"], server["local_llm_port"]) == (32768, 1, 18012)
         assert started and started[0].local_llm_ctx == 32768
+        assert len(stopped) == len(started)  # what the run started, it stops
         assert data["config"]["full_context_limit"] == int((32768 - settings.llm_max_tokens - 300) / 1.15)
         assert data["full_context"]["tiny-2"]["fits"] is True
         assert {"qa.json", "qa.md", "answers.jsonl", "qa_f1_by_category.png"} <= {p.name for p in out.iterdir()}

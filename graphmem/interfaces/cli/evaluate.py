@@ -142,16 +142,23 @@ def served_slot_context(base_url: str, timeout: float = 5.0) -> int | None:
         return None
 
 
-def _full_context_model(settings: Any) -> tuple[Any, int | None]:
-    """Start (or reuse) the dedicated full-context server; its chat model and the context its slot
-    holds (a server already running on the port may hold less than asked). Blocking."""
+def _full_context_model(settings: Any) -> tuple[Any, int | None, Callable[[], None]]:
+    """Start (or reuse) the dedicated full-context server; its chat model, the context its slot holds
+    (a server already running on the port may hold less than asked) and what to call when done: a
+    server this run started is stopped (2-3 GB and a 32K cache are not left behind), one it found
+    running is left alone. Blocking."""
     from graphmem.llm import make_chat_model
     from graphmem.local.llm_server import LocalLLM
 
     local = LocalLLM(settings, show_progress=False, name=FULL_CONTEXT_SERVER)
-    base_url = local.ensure_running()
-    model = make_chat_model(settings, base_url=base_url, model=local.model_name, local_server=local.server)
-    return model, served_slot_context(base_url)
+    started = local.start(allow_build=False)
+    model = make_chat_model(settings, base_url=started.base_url, model=local.model_name, local_server=local.server)
+
+    def done() -> None:
+        if not started.reused:
+            local.stop()
+
+    return model, served_slot_context(started.base_url), done
 
 
 def _fit_to_server(cfg: Any, settings: Any, asked: int, served: int | None) -> None:
@@ -200,18 +207,26 @@ def _run_qa(
 
     async def main(update: Callable[[str, int, int], None]) -> dict[str, Any]:
         if only_fc:  # the main model server is not needed
-            fc_model, served = await asyncio.to_thread(_full_context_model, fc_settings)
-            _fit_to_server(cfg, fc_settings, fc_ctx, served)
-            async with await AsyncMemoryService.create(fc_settings, chat_model=fc_model) as fc:
-                return await run_qa_eval(fc, convs, cfg, out, progress=update, full_context_svc=fc)
+            fc_model, served, fc_done = await asyncio.to_thread(_full_context_model, fc_settings)
+            try:
+                _fit_to_server(cfg, fc_settings, fc_ctx, served)
+                async with await AsyncMemoryService.create(fc_settings, chat_model=fc_model) as fc:
+                    return await run_qa_eval(fc, convs, cfg, out, progress=update, full_context_svc=fc)
+            finally:
+                await asyncio.to_thread(fc_done)
         model = await asyncio.to_thread(chat_model, settings)  # the local LLM starts off the event loop
         async with await AsyncMemoryService.create(settings, chat_model=model) as svc:
             if fc_settings is None:
                 return await run_qa_eval(svc, convs, cfg, out, progress=update)
-            fc_model, served = await asyncio.to_thread(_full_context_model, fc_settings)
-            _fit_to_server(cfg, fc_settings, fc_ctx, served)
-            async with await AsyncMemoryService.create(fc_settings, chat_model=fc_model, embedder=svc.embedder) as fc:
-                return await run_qa_eval(svc, convs, cfg, out, progress=update, full_context_svc=fc)
+            fc_model, served, fc_done = await asyncio.to_thread(_full_context_model, fc_settings)
+            try:
+                _fit_to_server(cfg, fc_settings, fc_ctx, served)
+                async with await AsyncMemoryService.create(
+                    fc_settings, chat_model=fc_model, embedder=svc.embedder
+                ) as fc:
+                    return await run_qa_eval(svc, convs, cfg, out, progress=update, full_context_svc=fc)
+            finally:
+                await asyncio.to_thread(fc_done)
 
     with progress_bars() as update:
         result = asyncio.run(main(update))
