@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -168,10 +169,31 @@ def instructions_for(q: QA, sample_id: str, cfg: QAConfig) -> str:
     if q.category == 5:
         if cfg.cat5_prompt == "open":
             return dated + prompt("answer_adversarial_open")
-        options = [NOT_MENTIONED, q.answer]
-        random.Random(f"{cfg.seed}:{sample_id}:{q.index}").shuffle(options)
+        options = cat5_options(cfg.seed, sample_id, q.index, q.answer)
         return dated + prompt("answer_adversarial_options").format(option_a=options[0], option_b=options[1])
     return dated + prompt("answer_default")
+
+
+def cat5_options(seed: int, sample_id: str, index: int, answer: str) -> list[str]:
+    """The two options of a category-5 question, (a) then (b), in the seeded order the prompt shows."""
+    options = [NOT_MENTIONED, answer]
+    random.Random(f"{seed}:{sample_id}:{index}").shuffle(options)
+    return options
+
+
+_OPTION = re.compile(r"^\s*\(?([ab])\)(?:[\s.:-]*)(.*)$|^\s*([ab])\s*$", re.IGNORECASE | re.DOTALL)
+
+
+def chosen_option(prediction: str, options: Sequence[str]) -> str:
+    """What a reply to the two-option prompt chose: the small model often answers "(a)" or "(b) text"
+    although asked for the text; a bare letter becomes its option's text, a letter before text is
+    dropped. Any other reply is scored as it is."""
+    match = _OPTION.match(prediction or "")
+    if match is None:
+        return prediction
+    letter = (match.group(1) or match.group(3)).lower()
+    rest = (match.group(2) or "").strip()
+    return rest or options[0 if letter == "a" else 1]
 
 
 # --- systems ----------------------------------------------------------------------------------------
@@ -824,12 +846,17 @@ async def run_qa_eval(
                     fits[conv.sample_id] = fit_conversation(conv, cfg.sessions, cfg.full_context_limit)
 
     # Scores (cheap, recomputed every run) and the optional judge (LLM, cached in the records).
+    said: dict[str, str] = {}  # what is scored: the prediction, or the option a letter chose
     for rec in records:
-        rec["scores"] = metrics.score_answer(rec["prediction"], rec["gold"], rec["category"])
+        said[rec["key"]] = rec["prediction"]
+        if rec["category"] == 5 and cfg.cat5_prompt == "options":
+            options = cat5_options(cfg.seed, rec["sample_id"], rec["qa_index"], rec["gold"])
+            said[rec["key"]] = chosen_option(rec["prediction"], options)
+        rec["scores"] = metrics.score_answer(said[rec["key"]], rec["gold"], rec["category"])
     std = [r for r in records if r["category"] != 5]
     sims = metrics.sbert_similarities([r["prediction"] for r in std], [r["gold"] for r in std], svc.embedder)
     adv = [r for r in records if r["category"] == 5]
-    adv_sims = metrics.sbert_similarities([r["prediction"] for r in adv], [r["gold"] for r in adv], svc.embedder)
+    adv_sims = metrics.sbert_similarities([said[r["key"]] for r in adv], [r["gold"] for r in adv], svc.embedder)
     for r, s in zip(std, sims, strict=True):
         r["scores"]["standard"]["sbert"] = s
     for r, s in zip(adv, adv_sims, strict=True):

@@ -148,3 +148,16 @@ def test_scope_tag_gives_each_scope_its_own_ids(convs: list) -> None:
     ids_a = {i.note_id for i in turn_inputs(convs[0], tag=scope_tag(a))}
     ids_b = {i.note_id for i in turn_inputs(convs[0], tag=scope_tag(b))}
     assert not ids_a & ids_b
+
+
+def test_a_letter_reply_to_the_two_options_is_scored_as_the_option_it_chose() -> None:
+    from graphmem.evaluation.qa import NOT_MENTIONED, cat5_options, chosen_option
+
+    options = cat5_options(0, "conv-26", 7, "Running")
+    assert sorted(options) == sorted([NOT_MENTIONED, "Running"])
+    assert options == cat5_options(0, "conv-26", 7, "Running")  # the order the prompt showed, again
+    a, b = options
+    assert chosen_option("(a)", options) == a and chosen_option("B", options) == b
+    assert chosen_option("(b) Her mental health", options) == "Her mental health"  # the text it wrote
+    assert chosen_option("Running", options) == "Running"
+    assert chosen_option("a walk in the park", options) == "a walk in the park"  # not a letter reply
