@@ -366,8 +366,9 @@ class Neo4jNoteStore(NoteSearch):
         p_yes: float | None,
         caused_by: str,
     ) -> bool:
-        return await updates.supersede(
-            self, newer_id, older_id, scope, at=at, reason=reason, p_yes=p_yes, caused_by=caused_by
+        ids = {"newer_id": newer_id, "older_id": older_id}
+        return await updates.relate(
+            self, "updates/supersede", ids, scope, at=at, reason=reason, p_yes=p_yes, caused_by=caused_by
         )
 
     async def conflict(
@@ -381,8 +382,9 @@ class Neo4jNoteStore(NoteSearch):
         p_yes: float | None,
         caused_by: str,
     ) -> bool:
-        return await updates.conflict(
-            self, note_id, other_id, scope, at=at, reason=reason, p_yes=p_yes, caused_by=caused_by
+        ids = {"note_id": note_id, "other_id": other_id}
+        return await updates.relate(
+            self, "updates/conflict", ids, scope, at=at, reason=reason, p_yes=p_yes, caused_by=caused_by
         )
 
     async def timeline(self, ids: Sequence[str], scope: Scope) -> list[TimelineRow]:

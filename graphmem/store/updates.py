@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from graphmem.store.neo4j_store import Neo4jNoteStore
 
 
-async def _relate(
+async def relate(
     store: Neo4jNoteStore,
     query: str,
     ids: Mapping[str, str],
@@ -26,41 +26,12 @@ async def _relate(
     p_yes: float | None,
     caused_by: str,
 ) -> bool:
-    """One write of a relation in time between two notes of ``scope``; False when either is absent."""
+    """One write of a relation in time between two notes of ``scope`` (``updates/supersede`` with
+    newer_id/older_id, ``updates/conflict`` with note_id/other_id); False when nothing was written."""
     rows = await store.run_write(
         query, **ids, **scope.params(), at=at, reason=reason, p_yes=p_yes, now=utcnow(), caused_by=caused_by
     )
     return bool(rows)
-
-
-async def supersede(
-    store: Neo4jNoteStore,
-    newer_id: str,
-    older_id: str,
-    scope: Scope,
-    *,
-    at: datetime,
-    reason: str,
-    p_yes: float | None,
-    caused_by: str,
-) -> bool:
-    ids = {"newer_id": newer_id, "older_id": older_id}
-    return await _relate(store, "updates/supersede", ids, scope, at=at, reason=reason, p_yes=p_yes, caused_by=caused_by)
-
-
-async def conflict(
-    store: Neo4jNoteStore,
-    note_id: str,
-    other_id: str,
-    scope: Scope,
-    *,
-    at: datetime,
-    reason: str,
-    p_yes: float | None,
-    caused_by: str,
-) -> bool:
-    ids = {"note_id": note_id, "other_id": other_id}
-    return await _relate(store, "updates/conflict", ids, scope, at=at, reason=reason, p_yes=p_yes, caused_by=caused_by)
 
 
 def entry_from_record(rec: Mapping[str, Any]) -> TimelineEntry:
