@@ -54,7 +54,10 @@ Cat5Prompt = Literal["options", "open"]
 NOT_MENTIONED = "Not mentioned in the conversation"
 
 MEMORY = "memory"
-BASELINES: tuple[str, ...] = ("full-context", "rag", "memory-no-llm")
+# memory-no-context: the memory's own notes, answered without their LLM-written contexts (issue 27's
+# question: does what enrichment writes help the answer, or only take the budget?).
+NO_CONTEXT = "memory-no-context"
+BASELINES: tuple[str, ...] = ("full-context", "rag", "memory-no-llm", NO_CONTEXT)
 RAG_K = 50  # dense candidates for the rag arm; the budget, not k, decides how many are kept
 
 # LLM tokens per token counted by graphmem.tokens (MiniLM WordPiece) on LoCoMo text, with a margin:
@@ -259,6 +262,7 @@ class Arm:
     budget: int | None = None
     key: str = ""  # hash of the configuration its answers depend on
     answer_system: str = ""  # the system name in the answers' keys (memory@B at the defaults is memory)
+    show_context: bool | None = None  # the notes' LLM-written contexts in the answer (None: the setting)
 
     def record_key(self, sample_id: str, qa_index: int) -> str:
         return f"{self.key}:{self.answer_system}:{sample_id}:{qa_index}"
@@ -283,6 +287,8 @@ def _memory_key(settings: Settings, tag: str, mode: Any, k: int, budget: int, cf
             settings.llm_temperature,
             settings.links_per_hit,
             "answers-v1",
+            # Appended only when changed, so that earlier answers files keep their keys.
+            *([] if settings.answer_shows_context else ["answer-content-only"]),
         ]
     )
 
@@ -307,6 +313,11 @@ def resolve_arms(settings: Settings, cfg: QAConfig, tag: str, raw_tag: str) -> l
             same = (k, budget) == (base_k, base_budget)
             key = _memory_key(settings, tag, mode, k, budget, cfg)
             arms.append(Arm(system, MEMORY, k, budget, key, MEMORY if same else system))
+        elif system == NO_CONTEXT:
+            hidden = settings.model_copy(update={"answer_shows_context": False})
+            key = _memory_key(hidden, tag, mode, base_k, base_budget, cfg)
+            same = not settings.answer_shows_context  # the memory itself already answers this way
+            arms.append(Arm(system, MEMORY, base_k, base_budget, key, MEMORY if same else system, False))
         elif system == "memory-no-llm":
             key = _memory_key(settings, raw_tag, mode, base_k, base_budget, cfg)
             arms.append(Arm(system, system, base_k, base_budget, key, system))
@@ -552,6 +563,7 @@ async def answer_with_memory(
             mode=cfg.mode,
             token_budget=arm.budget,
             instructions=instructions_for(q, conv.sample_id, cfg),
+            show_context=arm.show_context,
         )
     except GraphmemError as exc:
         return _failed(rec, exc, context_tokens=0, notes_used=0)
@@ -897,6 +909,7 @@ async def run_qa_eval(
         "enable_links": st.enable_links,
         "enable_evolution": st.evolution_enabled,
         "embed_text_variant": st.embed_text_variant,
+        "answer_shows_context": st.answer_shows_context,
         "meteor_uses_wordnet": metrics.meteor_uses_wordnet(),
         "category_names": {str(k): v for k, v in cfg.category_names.items()},
     }

@@ -134,7 +134,8 @@ async def evaluate_conversation(
     for start in range(0, len(ids), LIMITS.page_max):
         for n in await svc.list(scope, limit=LIMITS.page_max, offset=start):
             notes_by_id[n.id] = n
-    full_context = build_context([notes_by_id[i] for i in ids if i in notes_by_id])
+    shown = svc.settings.answer_shows_context  # written as ask writes it
+    full_context = build_context([notes_by_id[i] for i in ids if i in notes_by_id], with_context=shown)
     full_tokens = full_context.tokens
     info["notes"] = len(ids)
     info["full_context_tokens"] = full_tokens
@@ -157,7 +158,7 @@ async def evaluate_conversation(
     qvecs = await svc.embedder.aembed_documents([q.question for q, _ in questions])
     budget = cfg.token_budget or svc.settings.context_token_budget
     full_notes = [notes_by_id[i] for i in ids if i in notes_by_id]
-    full_budgeted = build_context(full_notes, budget)
+    full_budgeted = build_context(full_notes, budget, with_context=shown)
     full_kept = [full_notes[j].source_id for j in full_budgeted.used]
     accs: dict[str, dict[int, _Acc]] = {m: {k: _Acc() for k in cfg.ks} for m in cfg.modes}
     kmax = max(cfg.ks)
@@ -198,9 +199,9 @@ async def evaluate_conversation(
                 r, hit = _recall(found, ev)
                 acc.recall.append(r)
                 acc.hit.append(hit)
-                acc.tokens.append(build_context(found_notes).tokens)  # written as ask writes it
+                acc.tokens.append(build_context(found_notes, with_context=shown).tokens)
                 acc.notes.append(len(found_ids))
-                ctx = build_context(found_notes, budget)
+                ctx = build_context(found_notes, budget, with_context=shown)
                 br, bhit = _recall([found[j] for j in ctx.used], ev)
                 acc.budget_recall.append(br)
                 acc.budget_hit.append(bhit)

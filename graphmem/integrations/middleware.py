@@ -146,7 +146,8 @@ class GraphmemMemoryMiddleware(AgentMiddleware[MemoryState, Any, Any]):
             notes = [
                 h.note for h in hits if not (self.skip_current_thread and h.note.metadata.get("thread_id") == thread_id)
             ]
-            return build_context(notes, self.token_budget).text if notes else ""
+            shown = svc.settings.answer_shows_context
+            return build_context(notes, self.token_budget, with_context=shown).text if notes else ""
 
         return work
 

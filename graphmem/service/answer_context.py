@@ -33,8 +33,8 @@ def when(note: Note) -> str:
     return note.event_time.strftime("%Y-%m-%d") if note.event_time else _UNDATED
 
 
-def note_line(note: Note, mark: str | None = None) -> str:
-    extra = f" (context: {note.context})" if note.context else ""
+def note_line(note: Note, mark: str | None = None, *, with_context: bool = True) -> str:
+    extra = f" (context: {note.context})" if note.context and with_context else ""
     below = f"\n  [{mark}]" if mark else ""  # where the note stands in time (issue 28: service/updates.py)
     return f"- {note.content}{extra}{below}"
 
@@ -43,9 +43,9 @@ def _header(label: str) -> str:
     return f"[{label}]"
 
 
-def render(notes: Sequence[Note], marks: Mapping[str, str] | None = None) -> str:
+def render(notes: Sequence[Note], marks: Mapping[str, str] | None = None, *, with_context: bool = True) -> str:
     """Notes in time order, one header per date (undated notes first, without a header); ``marks``:
-    a line under a note (note id -> text)."""
+    a line under a note (note id -> text); ``with_context``: each note's LLM-written context after it."""
 
     def key(n: Note) -> tuple[datetime, datetime]:
         ev = n.event_time or _EPOCH
@@ -58,7 +58,7 @@ def render(notes: Sequence[Note], marks: Mapping[str, str] | None = None) -> str
         if label != current and label != _UNDATED:
             lines.append(_header(label))
         current = label
-        lines.append(note_line(n, (marks or {}).get(n.id)))
+        lines.append(note_line(n, (marks or {}).get(n.id), with_context=with_context))
     return "\n".join(lines)
 
 
@@ -68,6 +68,7 @@ def build_context(
     *,
     count: Callable[[str], int] = count_tokens,
     marks: Mapping[str, str] | None = None,
+    with_context: bool = True,
 ) -> Context:
     """The notes that fit ``budget`` tokens (all when None), taken in rank order, and their text.
 
@@ -79,7 +80,7 @@ def build_context(
     spent = 0
     for i, n in enumerate(notes):
         label = when(n)
-        cost = count(note_line(n, (marks or {}).get(n.id))) + (
+        cost = count(note_line(n, (marks or {}).get(n.id), with_context=with_context)) + (
             count(_header(label)) if label != _UNDATED and label not in labels else 0
         )
         if budget is not None and spent + cost > budget:
@@ -87,11 +88,11 @@ def build_context(
         chosen.append(i)
         labels.add(label)
         spent += cost
-    text = render([notes[i] for i in chosen], marks)
+    text = render([notes[i] for i in chosen], marks, with_context=with_context)
     tokens = count(text)
     # The estimate is a sum of parts; the text as a whole may count a little differently.
     while budget is not None and tokens > budget and chosen:
         chosen.pop()
-        text = render([notes[i] for i in chosen], marks)
+        text = render([notes[i] for i in chosen], marks, with_context=with_context)
         tokens = count(text)
     return Context(text=text, used=chosen, tokens=tokens)

@@ -617,11 +617,13 @@ class AsyncMemoryService:
         instructions: str | None = None,
         history: bool = False,
         as_of: datetime | str | None = None,
+        show_context: bool | None = None,
     ) -> AskResult:
         """Answer from a few relevant notes and their links, within a token budget.
 
         ``instructions`` are appended to the question in the answer prompt only (not to the search
-        query): the LoCoMo evaluation's per-category answer rules use it.
+        query): the LoCoMo evaluation's per-category answer rules use it. ``show_context``: write each
+        note's LLM-written context after its content (default: ``answer_shows_context``).
         """
         started = time.perf_counter()
         usage = Usage()
@@ -635,7 +637,12 @@ class AsyncMemoryService:
         if default:
             hits = await updates.with_current(self.store, hits, scope)
         marks = updates.context_marks(hits)  # current / superseded / clash lines (issue 28)
-        ctx = build_context([h.note for h in hits], budget, marks=marks)
+        ctx = build_context(
+            [h.note for h in hits],
+            budget,
+            marks=marks,
+            with_context=self.settings.answer_shows_context if show_context is None else show_context,
+        )
         used = [hits[i] for i in ctx.used]
         del hits  # only the notes in the context stay in memory while the LLM answers
         kept = {h.note.id for h in used}

@@ -317,6 +317,7 @@ class MemoryService:
         instructions: str | None = None,
         history: bool = False,
         as_of: datetime | str | None = None,
+        show_context: bool | None = None,
     ) -> AskResult:
         return self._loop.run(
             self.aio.ask(
@@ -329,6 +330,7 @@ class MemoryService:
                 instructions=instructions,
                 history=history,
                 as_of=as_of,
+                show_context=show_context,
             )
         )
 

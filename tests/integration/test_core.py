@@ -417,6 +417,18 @@ async def test_ask_answers_with_notes_and_tokens(make_service: Any, scope: Scope
     assert "golden retriever named Max" in prompt
 
 
+async def test_ask_leaves_the_llm_context_out_when_told(make_service: Any, scope: Scope) -> None:
+    # The enriched note's context reaches the answer prompt by default and not with the setting off.
+    for shown in (True, False):
+        svc, model = await make_service(amem_responder(answer="Max"), answer_shows_context=shown)
+        added = await svc.add(f"Caroline adopted a golden retriever named Max ({shown}).", scope)
+        assert added.note.context
+        await svc.ask(f"What is the name of Caroline's dog ({shown})?", scope, token_budget=400)
+        prompt = str(model.calls[-1][-1].content)
+        assert f"named Max ({shown})" in prompt
+        assert (f"(context: {added.note.context}" in prompt) is shown
+
+
 async def test_update_keeps_version_and_reembeds(make_service: Any, scope: Scope, graph: Any) -> None:
     svc, _ = await make_service()
     a = await svc.add("Sam likes hiking in the Alps.", scope)

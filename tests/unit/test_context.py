@@ -78,3 +78,14 @@ def test_never_over_budget_and_the_choice_is_a_rank_order_subset(
     assert ctx.tokens <= budget and ctx.tokens == count_tokens(ctx.text)
     assert ctx.used == sorted(set(ctx.used))
     assert ctx.text == render([notes[i] for i in ctx.used])
+
+
+def test_without_context_the_notes_own_words_fill_the_budget() -> None:
+    # answer_shows_context=False: the LLM-written context is left out, so more notes fit one budget.
+    ranked = [note(f"Ada: fact number {i}", 0, label="8 May", context="a long context " * 6) for i in range(6)]
+    with_ctx = build_context(ranked, budget=80)
+    without = build_context(ranked, budget=80, with_context=False)
+    assert "(context:" not in without.text and "(context:" in with_ctx.text
+    assert len(without.used) > len(with_ctx.used) and without.used[: len(with_ctx.used)] == with_ctx.used
+    assert without.tokens == count_tokens(without.text) <= 80
+    assert render(ranked[:1], with_context=False).splitlines() == ["[8 May]", "- Ada: fact number 0"]

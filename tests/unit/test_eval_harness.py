@@ -254,6 +254,16 @@ def test_budget_arms_grow_k_and_share_answers_at_the_defaults() -> None:
     assert len({a.key for a in arms.values()}) == 5
 
 
+def test_the_no_context_arm_shares_the_memorys_answers_only_when_they_are_the_same() -> None:
+    cfg = QAConfig(systems=("memory", "memory-no-context"))
+    arms = {a.system: a for a in resolve_arms(Settings(), cfg, "t", "raw")}
+    assert arms["memory-no-context"].show_context is False and arms["memory"].show_context is None
+    assert arms["memory-no-context"].key != arms["memory"].key
+    hidden = {a.system: a for a in resolve_arms(Settings(answer_shows_context=False), cfg, "t", "raw")}
+    assert hidden["memory-no-context"].record_key("c", 1) == hidden["memory"].record_key("c", 1)
+    assert hidden["memory"].key == arms["memory-no-context"].key  # the setting and the arm: one answer set
+
+
 # --- full context ---------------------------------------------------------------------------------
 
 
