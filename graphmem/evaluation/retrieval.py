@@ -51,6 +51,7 @@ class RetrievalConfig:
     max_questions: int | None = None  # per conversation
     token_budget: int | None = None  # for budget_recall@k; default settings.context_token_budget
     tag: str | None = None  # scope tag for the raw notes; default raw-<embed variant>[-follows]
+    show_context: bool | None = None  # the notes' LLM contexts in the budgeted context; None: the setting
 
     def scope_tag(self, variant: str) -> str:
         if self.reuse_tag:
@@ -134,7 +135,8 @@ async def evaluate_conversation(
     for start in range(0, len(ids), LIMITS.page_max):
         for n in await svc.list(scope, limit=LIMITS.page_max, offset=start):
             notes_by_id[n.id] = n
-    shown = svc.settings.answer_shows_context  # written as ask writes it
+    # written as ask writes it
+    shown = svc.settings.answer_shows_context if cfg.show_context is None else cfg.show_context
     full_context = build_context([notes_by_id[i] for i in ids if i in notes_by_id], with_context=shown)
     full_tokens = full_context.tokens
     info["notes"] = len(ids)

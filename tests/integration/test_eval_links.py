@@ -146,7 +146,7 @@ async def test_connectivity_and_arms_on_a_scripted_ingest(
         assert evolved_now[d].version == 1 + n
         assert evolved_now[d].context == [c for t, cs in EVOLUTIONS.items() for x, c in cs if x == d][-1]
     source_vectors = {r["id"]: r["embedding"] for r in await svc.export_notes(source)}
-    for arm, (links_on, evolution_on, enrichment_on, _) in ARMS.items():
+    for arm, (links_on, evolution_on, enrichment_on, *_) in ARMS.items():
         scope = scope_for(arm_tag(tag, arm), "tiny-1")
         records = {r["source_id"]: r for r in await svc.export_notes(scope)}
         assert len(records) == 11 and arms[arm]["notes"] == 11
@@ -189,6 +189,10 @@ async def test_connectivity_and_arms_on_a_scripted_ingest(
         assert 0.0 <= data["overall"]["budget_recall@10"] <= 1.0
         assert 0.0 <= data["overall"]["budget_hit@10"] <= data["overall"]["budget_recall@10"]
     assert set(ab["deltas"]) == set(ARMS) - {"full"}
+    # no-context: the same notes found, written without their contexts, so the budget holds more of them
+    full, bare = ab["arms"]["full"]["overall"], ab["arms"]["no-context"]["overall"]
+    assert bare["recall@10"] == full["recall@10"] and bare["tokens@10"] < full["tokens@10"]
+    assert bare["budget_recall@10"] >= full["budget_recall@10"]
     plain = await run_retrieval_eval(svc, convs, RetrievalConfig(ks=(10,), modes=("hybrid",), reuse_tag=tag))
     assert ab["arms"]["full"]["overall"] == plain["modes"]["hybrid"]["overall"]
 

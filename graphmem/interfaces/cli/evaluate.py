@@ -242,7 +242,7 @@ BaselineOpt = Annotated[
     str,
     typer.Option(
         "--baseline",
-        help="comma-separated: full-context, rag, memory-no-llm (or none); answered beside the memory",
+        help="comma-separated: full-context, rag, memory-no-llm, memory-no-context (or none); answered beside the memory",
     ),
 ]
 BaselineOnlyOpt = Annotated[
