@@ -113,6 +113,8 @@ class QAConfig:
     rag_k: int = RAG_K
     raw_tag: str | None = None  # scope tag of the raw turns (rag, memory-no-llm); default raw-<variant>-follows
     full_context_limit: int | None = None  # counted tokens of conversation the full-context arm may send
+    # the full-context server's settings when its answers are all in the answers file (none started)
+    full_context_settings: Settings | None = None
     bootstrap: int = 2000  # resamples of each paired difference
     scope_prefix: str = "locomo"
     reference: bool = True  # the paper's Qwen2.5-1.5B rows beside the results (LoCoMo only)
@@ -758,6 +760,21 @@ async def ingest_raw(
     }
 
 
+def pending_answers(
+    settings: Settings, conversations: Sequence[Conversation], cfg: QAConfig, answers: Path
+) -> dict[str, int]:
+    """How many answers each system still has to ask, by the answers file (read, nothing else): a run
+    whose full-context answers are all there needs no full-context server."""
+    tag = cfg.tag or derive_tag(settings)
+    arms = resolve_arms(settings, cfg, tag, cfg.raw_tag or default_raw_tag(settings))
+    done = load_answers(answers)
+    questions = select_questions(conversations, cfg)
+    return {
+        arm.system: sum(needs_answer(done, arm.record_key(sid, q.index)) for sid, qs in questions.items() for q in qs)
+        for arm in arms
+    }
+
+
 async def run_qa_eval(
     svc: AsyncMemoryService,
     conversations: Sequence[Conversation],
@@ -913,8 +930,8 @@ async def run_qa_eval(
         "meteor_uses_wordnet": metrics.meteor_uses_wordnet(),
         "category_names": {str(k): v for k, v in cfg.category_names.items()},
     }
-    if full_context_svc is not None:
-        fs = full_context_svc.settings
+    fs = full_context_svc.settings if full_context_svc is not None else cfg.full_context_settings
+    if fs is not None:
         config["full_context_server"] = {
             "llm_model": model_label(fs),
             "local_llm_port": fs.local_llm_port,

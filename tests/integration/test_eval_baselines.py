@@ -252,6 +252,9 @@ def test_cli_locomo_with_full_context_and_rag_baselines(
         res = CliRunner().invoke(app, [*args, "--baseline", "full-context,rag", "--sample", "3", "--out", str(out)])
         assert res.exit_code == 0, res.output
         assert len(main.calls) + len(fc.calls) == calls  # resumed: nothing asked again
+        assert len(started) == 1  # ... and no full-context server started to score its answers again
+        again = json.loads((out / "qa.json").read_text())["config"]["full_context_server"]
+        assert again == data["config"]["full_context_server"]  # the report still says where they came from
         # another report from the same answers: the budget curve's default point is the memory's answers
         curve = tmp_path / "curve"
         more = ["--budgets", "1000,2000", "--baseline", "full-context", "--baseline-only", "--sample", "3"]

@@ -186,7 +186,7 @@ def _run_qa(
     as_json: bool,
 ) -> None:
     """Run the QA harness (memory, budgets, baselines) with the local model started as needed."""
-    from graphmem.evaluation.qa import full_context_limit, run_qa_eval
+    from graphmem.evaluation.qa import full_context_limit, pending_answers, run_qa_eval
     from graphmem.evaluation.report import write_outputs
     from graphmem.local import chat_model
     from graphmem.service import AsyncMemoryService
@@ -203,6 +203,10 @@ def _run_qa(
     elif wants_fc and fc_ctx != FULL_CONTEXT_CTX:  # a remote model: cut only when told its window
         cfg.full_context_limit = full_context_limit(fc_ctx, settings.llm_max_tokens)
 
+    answers = cfg.answers or out / "answers.jsonl"
+    if fc_settings is not None and not pending_answers(settings, convs, cfg, answers)["full-context"]:
+        # every full-context answer is in the answers file: scored again, no server started
+        cfg.full_context_settings, fc_settings = fc_settings, None
     only_fc = fc_settings is not None and set(cfg.systems) == {"full-context"} and not cfg.judge
 
     async def main(update: Callable[[str, int, int], None]) -> dict[str, Any]:
