@@ -909,7 +909,7 @@ async def run_qa_eval(
     by_system = {system: summarise_system([r for r in records if r["system"] == system]) for system in systems}
     comparisons = compare_systems(records, systems, reps=cfg.bootstrap, seed=cfg.seed) if len(systems) > 1 else []
     config = {
-        **asdict(cfg),
+        **{k: v for k, v in asdict(cfg).items() if k != "full_context_settings"},  # named below
         "tag": tag,
         "raw_tag": raw_tag,
         "config_key": config_key(svc, tag, cfg),

@@ -255,6 +255,7 @@ def test_cli_locomo_with_full_context_and_rag_baselines(
         assert len(started) == 1  # ... and no full-context server started to score its answers again
         again = json.loads((out / "qa.json").read_text())["config"]["full_context_server"]
         assert again == data["config"]["full_context_server"]  # the report still says where they came from
+        assert "full_context_settings" not in json.loads((out / "qa.json").read_text())["config"]
         # another report from the same answers: the budget curve's default point is the memory's answers
         curve = tmp_path / "curve"
         more = ["--budgets", "1000,2000", "--baseline", "full-context", "--baseline-only", "--sample", "3"]
