@@ -13,14 +13,12 @@ import pytest
 from graphmem.config import Settings
 from graphmem.errors import InvalidInputError
 from graphmem.evaluation.compare import compare_systems, paired_bootstrap, stratified_sample
+from graphmem.evaluation.full_context import conversation_text, fit_conversation, full_context_limit
 from graphmem.evaluation.locomo import load_locomo
 from graphmem.evaluation.longmemeval import load_longmemeval, normalise_date
 from graphmem.evaluation.metrics import score_answer
 from graphmem.evaluation.qa import (
     QAConfig,
-    conversation_text,
-    fit_conversation,
-    full_context_limit,
     instructions_for,
     k_for_budget,
     load_answers,

@@ -8,6 +8,7 @@ import pytest
 
 from graphmem.config import Settings
 from graphmem.errors import InvalidInputError
+from graphmem.evaluation.full_context import full_context
 from graphmem.evaluation.locomo import (
     load_locomo,
     note_id,
@@ -20,7 +21,6 @@ from graphmem.evaluation.qa import (
     NOT_MENTIONED,
     QAConfig,
     derive_tag,
-    full_context,
     instructions_for,
 )
 from graphmem.service.text import parse_event_time

@@ -163,7 +163,7 @@ def _full_context_model(settings: Any) -> tuple[Any, int | None, Callable[[], No
 
 def _fit_to_server(cfg: Any, settings: Any, asked: int, served: int | None) -> None:
     """Cut to what the server holds when it holds less than asked, and say so."""
-    from graphmem.evaluation.qa import full_context_limit
+    from graphmem.evaluation.full_context import full_context_limit
 
     if served is not None and served < asked:
         console.print(
@@ -186,7 +186,8 @@ def _run_qa(
     as_json: bool,
 ) -> None:
     """Run the QA harness (memory, budgets, baselines) with the local model started as needed."""
-    from graphmem.evaluation.qa import full_context_limit, pending_answers, run_qa_eval
+    from graphmem.evaluation.full_context import full_context_limit
+    from graphmem.evaluation.qa import pending_answers, run_qa_eval
     from graphmem.evaluation.report import write_outputs
     from graphmem.local import chat_model
     from graphmem.service import AsyncMemoryService
