@@ -156,8 +156,11 @@ class Settings(BaseSettings):
     in_index_over_fetch: int = Field(3, ge=1, le=100)
     exact_scan_max_notes: int = Field(2000, ge=0, le=1_000_000)
     context_token_budget: int = Field(1000, ge=LIMITS.token_budget_min, le=LIMITS.token_budget_max)
+    # Off since issue 27's whole-conversation runs: on conv-26 the contexts took a fifth of the budget,
+    # budgeted recall +0.037 [+0.014, +0.066] without them (multi-hop +0.109), QA F1 equal overall
+    # (docs/evaluation.md, "What enrichment is worth in the answer").
     answer_shows_context: bool = Field(
-        True, description="the answer context writes each note's LLM-written context after its content"
+        False, description="the answer context writes each note's LLM-written context after its content"
     )
     max_concurrent_reads: int = Field(
         2, ge=1, le=256, description="searches, pages and exports one service runs at once (more wait)"

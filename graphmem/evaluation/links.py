@@ -28,8 +28,8 @@ import: ``full`` (a copy), ``no-links`` (the LLM links dropped, the turn links k
 re-embedded by the import), ``neither``, ``no-enrichment`` (keywords, tags and context emptied,
 so the note is embedded and full-text indexed from its content alone, as the LLM-free path stores
 it; links kept), ``no-supersession`` (the supersessions and conflicts dropped: every note current) and
-``no-context`` (the notes as stored, their LLM-written contexts left out of the answer context, so
-the budget holds the notes' own words: what ``GRAPHMEM_ANSWER_SHOWS_CONTEXT=false`` does). Then ``eval retrieval``'s recall@k within the ask budget (default search, k=10,
+``with-context`` (the notes as stored, each written into the answer context with its LLM-written
+context, as before issue 27: ``GRAPHMEM_ANSWER_SHOWS_CONTEXT=true``; the default writes content alone). Then ``eval retrieval``'s recall@k within the ask budget (default search, k=10,
 the same questions) for each arm, per category, and the share of questions with every evidence
 turn inside the budget, with the paired bootstrap interval of each arm's difference from ``full``.
 The arms differ only post hoc: in a real ingest without evolution the model would also have seen
@@ -67,7 +67,7 @@ class ArmSpec(NamedTuple):
     evolution: bool  # evolved values (off: each evolved note back to its first values)
     enrichment: bool  # keywords, tags and context (off: content alone, re-embedded)
     updates: bool  # supersessions and conflicts (issue 28; off: every note current)
-    context: bool = True  # the notes' LLM-written contexts in the answer context (off: content alone)
+    context: bool | None = None  # the notes' LLM-written contexts in the answer context (None: the setting)
 
 
 # The order of the report's columns.
@@ -78,7 +78,7 @@ ARMS: dict[str, ArmSpec] = {
     "neither": ArmSpec(False, False, True, True),
     "no-enrichment": ArmSpec(True, True, False, True),
     "no-supersession": ArmSpec(True, True, True, False),
-    "no-context": ArmSpec(True, True, True, True, False),
+    "with-context": ArmSpec(True, True, True, True, True),
 }
 _ARM_CODES = {
     "full": "af",
@@ -87,7 +87,7 @@ _ARM_CODES = {
     "neither": "an",
     "no-enrichment": "ax",
     "no-supersession": "as",
-    "no-context": "ac",
+    "with-context": "ac",
 }
 TARGET_RATIO = 2.0  # issue 18: evidence connectivity through LLM links at least 2x the random rate
 EMBEDDING_CHECK_MIN_COSINE = 0.999
@@ -603,7 +603,7 @@ async def run_links_eval(
                     reuse_tag=arm_tag(cfg.reuse_tag, arm),
                     max_questions=cfg.max_questions,
                     token_budget=cfg.token_budget,
-                    show_context=None if ARMS[arm].context else False,
+                    show_context=ARMS[arm].context,
                 )
                 accs, rinfo = await evaluate_conversation(svc, conv, rcfg, progress=progress)
                 info["arms"][arm]["questions"] = rinfo.get("questions", 0)

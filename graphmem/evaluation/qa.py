@@ -54,10 +54,11 @@ Cat5Prompt = Literal["options", "open"]
 NOT_MENTIONED = "Not mentioned in the conversation"
 
 MEMORY = "memory"
-# memory-no-context: the memory's own notes, answered without their LLM-written contexts (issue 27's
-# question: does what enrichment writes help the answer, or only take the budget?).
-NO_CONTEXT = "memory-no-context"
-BASELINES: tuple[str, ...] = ("full-context", "rag", "memory-no-llm", NO_CONTEXT)
+# The memory's own notes answered with / without their LLM-written contexts (issue 27's question: does
+# what enrichment writes help the answer, or only take the budget?); the one the setting picks shares
+# the memory's answers.
+CONTEXT_ARMS = {"memory-with-context": True, "memory-no-context": False}
+BASELINES: tuple[str, ...] = ("full-context", "rag", "memory-no-llm", *CONTEXT_ARMS)
 RAG_K = 50  # dense candidates for the rag arm; the budget, not k, decides how many are kept
 
 # The A-MEM paper's Table 1 rows for Qwen2.5-1.5B (through Ollama), x100; reference lines only
@@ -284,7 +285,7 @@ def _memory_key(settings: Settings, tag: str, mode: Any, k: int, budget: int, cf
             settings.llm_temperature,
             settings.links_per_hit,
             "answers-v1",
-            # Appended only when changed, so that earlier answers files keep their keys.
+            # Appended only when off, so that answers written before the setting existed keep their keys.
             *([] if settings.answer_shows_context else ["answer-content-only"]),
         ]
     )
@@ -310,13 +311,17 @@ def resolve_arms(settings: Settings, cfg: QAConfig, tag: str, raw_tag: str) -> l
             same = (k, budget) == (base_k, base_budget)
             key = _memory_key(settings, tag, mode, k, budget, cfg)
             arms.append(Arm(system, MEMORY, k, budget, key, MEMORY if same else system))
-        elif system == NO_CONTEXT:
-            hidden = settings.model_copy(update={"answer_shows_context": False})
-            key = _memory_key(hidden, tag, mode, base_k, base_budget, cfg)
-            same = not settings.answer_shows_context  # the memory itself already answers this way
-            arms.append(Arm(system, MEMORY, base_k, base_budget, key, MEMORY if same else system, False))
+        elif system in CONTEXT_ARMS:
+            shown = CONTEXT_ARMS[system]
+            key = _memory_key(
+                settings.model_copy(update={"answer_shows_context": shown}), tag, mode, base_k, base_budget, cfg
+            )
+            same = settings.answer_shows_context == shown  # the memory itself already answers this way
+            arms.append(Arm(system, MEMORY, base_k, base_budget, key, MEMORY if same else system, shown))
         elif system == "memory-no-llm":
-            key = _memory_key(settings, raw_tag, mode, base_k, base_budget, cfg)
+            # raw turns have no LLM context to show or hide: one key whatever the setting says
+            raw = settings.model_copy(update={"answer_shows_context": True})
+            key = _memory_key(raw, raw_tag, mode, base_k, base_budget, cfg)
             arms.append(Arm(system, system, base_k, base_budget, key, system))
         elif system == "rag":
             parts = ["rag", raw_tag, cfg.rag_k, base_budget, cfg.cat5_prompt, cfg.seed, cfg.sessions]

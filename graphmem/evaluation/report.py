@@ -471,8 +471,8 @@ def links_markdown(result: dict[str, Any]) -> str:
                 "ingested scopes by export and import (`no-links`: LLM links dropped, turn links kept; "
                 "`no-evolution`: evolved notes back to their values before their first evolution, re-embedded; "
                 "`no-enrichment`: keywords, tags and context emptied, re-embedded from the content alone; "
-                "`no-supersession`: supersessions and conflicts dropped; `no-context`: the notes as stored, "
-                "their LLM-written contexts left out of the answer context). "
+                "`no-supersession`: supersessions and conflicts dropped; `with-context`: the notes as stored, "
+                "each with its LLM-written context in the answer context). "
                 "Effects: full minus the arm, paired over questions, 95% bootstrap interval."
             ),
             "",

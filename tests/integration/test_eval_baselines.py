@@ -160,25 +160,28 @@ async def test_full_context_cut_to_the_limit_is_reported(make_service: Any, tmp_
 
 
 @aio
-async def test_memory_without_contexts_answers_from_the_same_notes(
+async def test_memory_with_contexts_answers_from_the_same_notes(
     make_service: Any, cleanup: list[Scope], tmp_path: Path
 ) -> None:
-    # memory-no-context: the memory's own ingest, the notes' LLM contexts left out of the answer prompt.
+    # memory-with-context: the memory's own ingest, each note's LLM context in the answer prompt (the
+    # default leaves it out); memory-no-context is the default itself and shares the memory's answers.
     svc, model = await make_service(amem_responder(answer="Pixel"))
+    assert svc.settings.answer_shows_context is False
     convs = load_locomo(LOCOMO)[:1]
     tag = _tag()
     cleanup.extend(_scopes("locomo", [tag], ["tiny-1"]))
-    cfg = QAConfig(tag=tag, systems=("memory", "memory-no-context"), bootstrap=100)
-    result = await run_qa_eval(svc, convs, cfg, tmp_path)
-    assert result["ingest"]["tiny-1"]["added"] == 11  # one ingest for both arms
+    systems = ("memory", "memory-with-context", "memory-no-context")
+    result = await run_qa_eval(svc, convs, QAConfig(tag=tag, systems=systems, bootstrap=100), tmp_path)
+    assert result["ingest"]["tiny-1"]["added"] == 11  # one ingest for every arm
+    n = result["questions"]
     prompts = [str(m[-1].content) for m in model.calls if step_of(m) == "answer"]
-    assert len(prompts) == 2 * result["questions"]
-    with_context = [p for p in prompts if "(context: " in p]
-    assert len(with_context) == result["questions"]  # the memory's answers only
-    for system in ("memory", "memory-no-context"):
+    assert len(prompts) == 2 * n  # memory-no-context was not asked again
+    assert sum("(context: " in p for p in prompts) == n  # memory-with-context's answers only
+    for system in systems:
         cost = result["systems"][system]["cost"]["overall"]
-        assert cost["answered"] == result["questions"] and cost["failed"] == 0
-    assert result["config"]["arms"]["memory-no-context"]["key"] != result["config"]["arms"]["memory"]["key"]
+        assert cost["answered"] == n and cost["failed"] == 0
+    arms = result["config"]["arms"]
+    assert arms["memory-no-context"]["key"] == arms["memory"]["key"] != arms["memory-with-context"]["key"]
 
 
 @aio

@@ -252,14 +252,20 @@ def test_budget_arms_grow_k_and_share_answers_at_the_defaults() -> None:
     assert len({a.key for a in arms.values()}) == 5
 
 
-def test_the_no_context_arm_shares_the_memorys_answers_only_when_they_are_the_same() -> None:
-    cfg = QAConfig(systems=("memory", "memory-no-context"))
-    arms = {a.system: a for a in resolve_arms(Settings(), cfg, "t", "raw")}
-    assert arms["memory-no-context"].show_context is False and arms["memory"].show_context is None
-    assert arms["memory-no-context"].key != arms["memory"].key
+def test_the_context_arms_share_the_memorys_answers_only_when_they_are_the_same() -> None:
+    cfg = QAConfig(systems=("memory", "memory-no-context", "memory-with-context", "memory-no-llm"))
+    shown = {a.system: a for a in resolve_arms(Settings(answer_shows_context=True), cfg, "t", "raw")}
     hidden = {a.system: a for a in resolve_arms(Settings(answer_shows_context=False), cfg, "t", "raw")}
+    assert shown["memory-no-context"].show_context is False and shown["memory"].show_context is None
+    assert shown["memory-no-context"].key != shown["memory"].key
+    assert shown["memory-with-context"].record_key("c", 1) == shown["memory"].record_key("c", 1)
     assert hidden["memory-no-context"].record_key("c", 1) == hidden["memory"].record_key("c", 1)
-    assert hidden["memory"].key == arms["memory-no-context"].key  # the setting and the arm: one answer set
+    # the setting and the arm: one answer set, whichever way it was asked for
+    assert hidden["memory"].key == shown["memory-no-context"].key
+    assert shown["memory"].key == hidden["memory-with-context"].key
+    # raw turns have no context: their answers do not depend on the setting
+    assert shown["memory-no-llm"].key == hidden["memory-no-llm"].key
+    assert Settings().answer_shows_context is False  # the default since issue 27
 
 
 # --- full context ---------------------------------------------------------------------------------

@@ -247,7 +247,7 @@ BaselineOpt = Annotated[
     str,
     typer.Option(
         "--baseline",
-        help="comma-separated: full-context, rag, memory-no-llm, memory-no-context (or none); answered beside the memory",
+        help="comma-separated: full-context, rag, memory-no-llm, memory-with-context, memory-no-context (or none)",
     ),
 ]
 BaselineOnlyOpt = Annotated[
