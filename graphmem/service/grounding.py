@@ -9,7 +9,8 @@ here are deterministic and read only the note:
 - **names**: a sentence that names someone or something the note does not (the speaker counts);
 - **owner**: the note says "your sister" (the listener's) and the sentence makes it the speaker's
   ("his sister", "Tom's sister");
-- **actor**: the note says "Anika offered me" and the sentence says "Priya offered Anika";
+- **actor**: the note says "Anika offered me" and the sentence says "Priya offered Anika", or the note
+  says "she is the one who convinced me" and the sentence "Priya ... and convinces her";
 - **invented**: a sentence whose meaning words are mostly not in the note (at least two of them,
   and a third or more of its words): background, reasons, judgements the turn never gave.
 
@@ -41,6 +42,13 @@ _LISTENER_STATE = re.compile(
     r"\b(?:are|were) you (?:so |very |really )?([a-z]{3,})|\byou (?:are|were|feel|felt|seem|look)(?: so| very| really)? ([a-z]{3,})",
     re.IGNORECASE,
 )
+# "convinced me", "told me": what was done to the speaker (the verb's object is "me").
+_DONE_TO_ME = re.compile(r"\b([a-z]{3,})\s+me\b")
+# "Anika convinced her", "Priya ... and convinces her": the word before the verb (a name or "and"),
+# the verb and its object.
+_DONE_TO = re.compile(r"\b([A-Z][a-z]+|and)\s+([a-z]{3,})\s+(her|him|them|[A-Z][a-z]+)\b")
+# A relative clause or a new subject between the first name and "and": the verb is not the name's.
+_OTHER_SUBJECT = re.compile(r"\b(which|who|whom|whose|that|it|he|she|they)\b", re.IGNORECASE)
 _FIRST_PERSON = re.compile(r"\b(I|me|my|mine|myself|we|us|our)\b|\bI'", re.IGNORECASE)
 # Words that frame what the speaker does with the turn ("Tom asks whether ..."): never a claim.
 _FRAMING = frozenset(
@@ -135,6 +143,29 @@ def _subject_verbs(text: str, speaker: str) -> set[tuple[str, str]]:
     return out
 
 
+def _done_by_speaker(sentence: str, body: str, speaker: str) -> str | None:
+    """A verb the note says was done *to* the speaker ("convinced me") that the sentence makes the
+    speaker do to someone else: the subject is the name before the verb, or for "... and verb" the
+    sentence's first name when nothing between them starts another clause ("which", "who", "she")."""
+    done_to_me = {wording.stem(v) for v in _DONE_TO_ME.findall(body) if v not in wording.GUARD_STOP_WORDS}
+    if not done_to_me:
+        return None
+    names = [(m.start(), m.group(0)) for m in re.finditer(r"\b[A-Z][a-z]+\b", sentence)]
+    for m in _DONE_TO.finditer(sentence):
+        before, verb, obj = m.groups()
+        if wording.stem(verb) not in done_to_me or obj == speaker:
+            continue
+        if before == "and":
+            first = names[0] if names and names[0][0] < m.start() else None
+            between = sentence[first[0] : m.start()] if first else ""
+            subject = first[1] if first and not _OTHER_SUBJECT.search(between) else None
+        else:
+            subject = before
+        if subject == speaker:
+            return f"makes {speaker} the one who {verb} someone, where the note says it was done to {speaker}"
+    return None
+
+
 def sentence_refusal(sentence: str, content: str, speaker: str | None) -> str | None:
     """Why a context sentence is not supported by the note, or None when it is."""
     body = content[len(speaker) + 1 :] if speaker else content
@@ -154,6 +185,9 @@ def sentence_refusal(sentence: str, content: str, speaker: str | None) -> str | 
         for s, v, o in _actions(sentence, speaker):
             if (s, v, o) not in said and (o, v, s) in said:
                 return f"swaps who did what: the note says {o.title()} {v}… {s.title()}"
+        reversed_ = _done_by_speaker(sentence, body, speaker)
+        if reversed_:
+            return reversed_
         done = _subject_verbs(body, speaker)
         for subject, verb in _subject_verbs(sentence, speaker):
             if verb in _FRAMING or (subject, verb) in done:

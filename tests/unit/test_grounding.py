@@ -128,3 +128,43 @@ def test_the_listener_rule_leaves_the_listener_alone() -> None:
         sentence_refusal("Lena asks whether the other person is nervous about leaving a stable job.", content, "Lena")
         is None
     )
+
+
+BOWLS = (
+    "Priya: Yes, Anika sells her bowls at the Riverside farmers market. She is the one who convinced me to try pottery."
+)
+
+
+def test_what_was_done_to_the_speaker_is_not_made_the_speakers_deed() -> None:
+    # the 1.5B's context for this demo turn on 5 December 2026 (the name checks let it through)
+    wrong = "Priya suggests Anika sell her bowls at the Riverside farmers market and convinces her to try pottery."
+    refusal = sentence_refusal(wrong, BOWLS, "Priya")
+    assert refusal is not None and "done to Priya" in refusal
+    assert "done to Priya" in (sentence_refusal("Priya convinced her to try pottery.", BOWLS, "Priya") or "")
+    for right in (
+        "Anika convinced her to try pottery.",
+        "Priya says Anika is the one who convinced her to try pottery.",
+        "Anika sells her bowls at the Riverside farmers market and convinced Priya to try pottery.",
+    ):
+        assert sentence_refusal(right, BOWLS, "Priya") is None, right
+
+
+@pytest.mark.parametrize(
+    ("content", "sentence"),
+    [  # faithful contexts of LoCoMo conv-26 turns (paraphrased here) that a looser rule refused
+        (
+            "Mel: I ran a charity race last Saturday and it made me think about self-care.",
+            "Mel ran a charity race last Saturday, which was rewarding and made her think about self-care.",
+        ),
+        (
+            "Mel: My husband and kids keep me motivated.",
+            "Mel is happy to have her husband and kids, who keep her motivated.",
+        ),
+        (
+            "Cara: I felt accepted, just being around people who accepted and celebrated me.",
+            "Cara felt accepted around people who accepted and celebrated her.",
+        ),
+    ],
+)
+def test_a_relative_clause_keeps_its_own_subject(content: str, sentence: str) -> None:
+    assert sentence_refusal(sentence, content, speaker_of(content)) is None
