@@ -105,6 +105,12 @@ class Settings(BaseSettings):
         le=20,
         description="earlier notes sharing the new note's rarer words (full-text), judged beside the nearest",
     )
+    # A pairwise link's reason is read by people (Neo4j Browser, `graphmem links`), never by search or the
+    # answer: the words both notes use name it without a call and cannot invent (issue 27: the model's
+    # reasons took 1.75 calls and ~280 tokens per demo note). The joint decision writes reasons in its call.
+    link_reasons: Literal["shared-words", "llm"] = Field(
+        "shared-words", description="pairwise: a link's reason from the words both notes use, or one LLM call per link"
+    )
     enable_enrichment: bool = True
     ground_enrichment: bool = Field(
         True, description="drop enrichment sentences and keywords the note does not support (reported)"

@@ -47,6 +47,10 @@ _DONE_TO_ME = re.compile(r"\b([a-z]{3,})\s+me\b")
 # "Anika convinced her", "Priya ... and convinces her": the word before the verb (a name or "and"),
 # the verb and its object.
 _DONE_TO = re.compile(r"\b([A-Z][a-z]+|and)\s+([a-z]{3,})\s+(her|him|them|[A-Z][a-z]+)\b")
+# "Priya is the one who convinced Anika": the name the relative clause is about is the verb's subject.
+_ONE_WHO = re.compile(
+    r"\b([A-Z][a-z]+)\s+(?:is|was)\s+the\s+(?:one|person)\s+who\s+([a-z]{3,})\s+(her|him|them|[A-Z][a-z]+)\b"
+)
 # A relative clause or a new subject between the first name and "and": the verb is not the name's.
 _OTHER_SUBJECT = re.compile(r"\b(which|who|whom|whose|that|it|he|she|they)\b", re.IGNORECASE)
 _FIRST_PERSON = re.compile(r"\b(I|me|my|mine|myself|we|us|our)\b|\bI'", re.IGNORECASE)
@@ -151,6 +155,9 @@ def _done_by_speaker(sentence: str, body: str, speaker: str) -> str | None:
     if not done_to_me:
         return None
     names = [(m.start(), m.group(0)) for m in re.finditer(r"\b[A-Z][a-z]+\b", sentence)]
+    for subject, verb, obj in _ONE_WHO.findall(sentence):
+        if subject == speaker and obj != speaker and wording.stem(verb) in done_to_me:
+            return f"makes {speaker} the one who {verb} someone, where the note says it was done to {speaker}"
     for m in _DONE_TO.finditer(sentence):
         before, verb, obj = m.groups()
         if wording.stem(verb) not in done_to_me or obj == speaker:

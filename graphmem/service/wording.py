@@ -271,8 +271,38 @@ def tokens(text: str) -> list[str]:
     return [t.lower() for t in words(text)]
 
 
+# British and American spellings of one word share a stem: a context that writes "centering" for the
+# note's "centred" or "practice" for "practise" says nothing new (the 1.5B writes American English).
+_ONE_SPELLING = {
+    "centr": "center",
+    "theatr": "theater",
+    "metr": "meter",
+    "litr": "liter",
+    "fibr": "fiber",
+    "practis": "practic",
+    "colour": "color",
+    "favour": "favor",
+    "favourit": "favorit",
+    "flavour": "flavor",
+    "honour": "honor",
+    "humour": "humor",
+    "labour": "labor",
+    "neighbour": "neighbor",
+    "behaviour": "behavior",
+    "organis": "organiz",
+    "realis": "realiz",
+    "recognis": "recogniz",
+    "apologis": "apologiz",
+    "travell": "travel",
+    "cancell": "cancel",
+    "jewellery": "jewelry",
+    "grey": "gray",
+}
+
+
 def stem(word: str) -> str:
-    """A light suffix stripper: enough to match 'tomatoes'/'tomato', 'planted'/'plant', 'runs'/'run'."""
+    """A light suffix stripper: enough to match 'tomatoes'/'tomato', 'planted'/'plant', 'runs'/'run',
+    and the British and American spellings of a word ('centred'/'centering')."""
     w = word.lower()
     for suffix, keep in (("ies", "y"), ("ied", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", ""), ("ly", "")):
         if w.endswith(suffix) and len(w) - len(suffix) >= 3 and not (suffix == "s" and w.endswith(("ss", "us", "is"))):
@@ -282,7 +312,7 @@ def stem(word: str) -> str:
         w = w[:-1]
     if len(w) >= 4 and w.endswith("e"):  # 'centred'/'centre', 'saved'/'save'
         w = w[:-1]
-    return w
+    return _ONE_SPELLING.get(w, w)
 
 
 def content_words(text: str) -> set[str]:

@@ -31,23 +31,39 @@ async def test_pairwise_links_the_judged_neighbours_the_model_says_yes_to(make_s
     added = await svc.add("Ann: Rufus hates thunderstorms and hides under the bed.", scope)
 
     assert [(lk.target_id, lk.type) for lk in added.links] == [(dog.note.id, LinkType.RELATED_TO)]
-    assert added.links[0].reason == "Rufus the beagle" and added.links[0].strength == 0.9
+    # the reason is the words both notes say, asked of no model (GRAPHMEM_LINK_REASONS=shared-words)
+    assert added.links[0].reason == "both mention Rufus" and added.links[0].strength == 0.9
     assert len(added.candidates) == 2  # the two nearest neighbours were judged, one question each
     judged = [m for m in model.calls if step_of(m) == "related"]
     assert len(judged) == 1 + 2  # the second note judged one neighbour, the third two
+    assert not [m for m in model.calls if step_of(m) == "reason"]
     assert {lk.target_id for lk in await svc.links(added.note.id, scope)} == {dog.note.id}
+
+
+async def test_the_model_names_the_reason_when_asked_to(make_service: Any, scope: Any) -> None:
+    svc, model = await make_service(
+        pairwise_responder(shares, reason=lambda a, b: "Rufus the beagle"),
+        link_decision="pairwise",
+        link_reasons="llm",
+        enable_evolution=False,
+    )
+    await svc.add("Ann: I adopted a beagle called Rufus.", scope)
+    added = await svc.add("Ann: Rufus hates thunderstorms and hides under the bed.", scope)
+    assert [lk.reason for lk in added.links] == ["Rufus the beagle"]
+    assert len([m for m in model.calls if step_of(m) == "reason"]) == 1  # one call per link
 
 
 async def test_a_pasted_reason_is_replaced_by_the_shared_words_and_reported(make_service: Any, scope: Any) -> None:
     svc, _ = await make_service(
         pairwise_responder(shares, reason=lambda a, b: b),  # pastes the new note as its reason
         link_decision="pairwise",
+        link_reasons="llm",
         enable_evolution=False,
     )
     await svc.add("Ann: I adopted a beagle called Rufus.", scope)
     added = await svc.add("Ann: Rufus hates thunderstorms and hides under the bed.", scope)
     (link,) = added.links
-    assert link.reason == "both mention Ann, Rufus"
+    assert link.reason == "both mention Rufus"  # the speaker's name is not something both notes say
     assert any("copies a note's text" in r for r in added.rejected)
 
 

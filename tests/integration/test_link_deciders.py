@@ -90,6 +90,7 @@ async def test_a_link_model_of_its_own(make_service: Any, scope: Any) -> None:
         amem_responder(),
         link_model=links,
         link_decision="pairwise",
+        link_reasons="llm",
         link_candidates=1,
         enable_evolution=False,
         enable_supersession=False,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from graphmem.service.grounding import ground, sentence_refusal, speaker_of
+from graphmem.service.wording import stem
 
 SISTER = "Tom: Nice! Isn't your sister Anika a ceramic artist?"
 STALL = "Priya: Anika offered me a corner of her stall at the Riverside market to sell my first mugs in June."
@@ -141,9 +142,14 @@ def test_what_was_done_to_the_speaker_is_not_made_the_speakers_deed() -> None:
     refusal = sentence_refusal(wrong, BOWLS, "Priya")
     assert refusal is not None and "done to Priya" in refusal
     assert "done to Priya" in (sentence_refusal("Priya convinced her to try pottery.", BOWLS, "Priya") or "")
+    # the same turn's context on 5 December 2026, evening run: the relative clause reverses the roles
+    assert "done to Priya" in (
+        sentence_refusal("Priya is the one who convinced Anika to try pottery.", BOWLS, "Priya") or ""
+    )
     for right in (
         "Anika convinced her to try pottery.",
         "Priya says Anika is the one who convinced her to try pottery.",
+        "Anika is the one who convinced Priya to try pottery.",
         "Anika sells her bowls at the Riverside farmers market and convinced Priya to try pottery.",
     ):
         assert sentence_refusal(right, BOWLS, "Priya") is None, right
@@ -168,3 +174,24 @@ def test_what_was_done_to_the_speaker_is_not_made_the_speakers_deed() -> None:
 )
 def test_a_relative_clause_keeps_its_own_subject(content: str, sentence: str) -> None:
     assert sentence_refusal(sentence, content, speaker_of(content)) is None
+
+
+@pytest.mark.parametrize(
+    ("british", "american"),
+    [("centred", "centering"), ("practise", "practice"), ("favourite", "favorite"), ("travelled", "traveled")],
+)
+def test_one_word_in_two_spellings_is_one_stem(british: str, american: str) -> None:
+    assert stem(british) == stem(american)
+
+
+def test_a_context_in_american_spelling_is_not_an_invention() -> None:
+    # the demo turn of 5 December 2026: the 1.5B wrote "centering" and "practice" for the note's
+    # "centred" and "practise"
+    note = "Priya: My second pottery lesson went great: I finally centred the clay on the wheel."
+    assert sentence_refusal("Priya finally got the clay centering on the wheel in her lesson.", note, "Priya") is None
+    wheel = "Priya: I'm now saving up for my own pottery wheel so I can practise at home."
+    assert sentence_refusal("Priya is saving up for a pottery wheel to practice at home.", wheel, "Priya") is None
+    # the same sentence with what the note never says is still refused
+    assert sentence_refusal(
+        "Priya finally got the clay centering, and her teacher praised her patience.", note, "Priya"
+    )

@@ -48,11 +48,16 @@ def test_reason_that_pastes_a_note_is_refused() -> None:
 def test_reason_must_name_something_of_both_notes() -> None:
     assert guards.reason_refusal("Omar's new job", TOMATO, GARDEN) == "its reason does not name something of both notes"
     assert guards.reason_refusal("the tomato seedlings", TOMATO, GARDEN) is not None  # nothing of GARDEN
-    assert guards.shared_words_reason(TOMATO, GARDEN) == "both mention Lena, garden, plot"
+    # the speaker's prefix is not something both notes say; a name inside what is said is
+    assert guards.shared_words_reason(TOMATO, GARDEN) == "both mention garden, plot"
     # the words as the new note writes them, matched by stem, not the stems ('riversid', 'market')
     stall = Note(content="Priya: Anika sells her bowls at the Riverside markets.", scope=GARDEN.scope)
     corner = Note(content="Priya: Anika offered me a corner of her stall at the Riverside market.", scope=GARDEN.scope)
-    assert guards.shared_words_reason(stall, corner) == "both mention Priya, Anika, Riverside, markets"
+    assert guards.shared_words_reason(stall, corner) == "both mention Anika, Riverside, markets"
+    asked = Note(content="Tom: Did Priya make her mugs?", scope=GARDEN.scope)
+    assert guards.shared_words_reason(asked, stall) == "related notes"  # 'Priya' is only stall's speaker
+    told = Note(content="Tom: Priya glazes mugs now.", scope=GARDEN.scope)
+    assert guards.shared_words_reason(told, asked) == "both mention Priya, mugs"
 
 
 def test_contradiction_needs_two_statements_found_in_their_notes() -> None:

@@ -75,10 +75,17 @@ class PairwiseDecider:
     """One yes/no question per nearest candidate (``decide_pairwise``)."""
 
     def __init__(
-        self, llm: LLMSource, *, candidates: int, threshold: float, links: bool = True, evolution: bool = True
+        self,
+        llm: LLMSource,
+        *,
+        candidates: int,
+        threshold: float,
+        links: bool = True,
+        evolution: bool = True,
+        ask_reasons: bool = False,
     ) -> None:
         self.llm, self.candidates, self.threshold = llm, candidates, threshold
-        self.links, self.evolution = links, evolution
+        self.links, self.evolution, self.ask_reasons = links, evolution, ask_reasons
 
     async def decide(self, note: Note, neighbours: Sequence[Note], usage: Usage) -> EvolutionPlan:
         plan = await decide_pairwise(
@@ -90,6 +97,7 @@ class PairwiseDecider:
             threshold=self.threshold,
             links=self.links,
             evolution=self.evolution,
+            ask_reasons=self.ask_reasons,
         )
         plan.candidates = [n.id for n in neighbours[: self.candidates]]
         return plan
@@ -105,6 +113,7 @@ def decider_for(settings: Settings, llm: LLMSource) -> LinkDecider:
             threshold=settings.link_threshold,
             links=settings.enable_links,
             evolution=settings.evolution_enabled,
+            ask_reasons=settings.link_reasons == "llm",
         )
     return JointDecider(llm, links=settings.enable_links, evolution=settings.evolution_enabled)
 
@@ -134,11 +143,13 @@ async def decide_pairwise(
     threshold: float,
     links: bool = True,
     evolution: bool = True,
+    ask_reasons: bool = False,
 ) -> EvolutionPlan:
     """The pairwise decision: the ``candidates`` nearest neighbours are each judged by one yes/no
     question; a neighbour is linked when P(yes) >= ``threshold`` (the probability is the link's
-    strength). Linked pairs get a short reason (guarded; the words both notes share when refused)
-    and, with evolution on, a proposed new context for the neighbour (screened later)."""
+    strength). Linked pairs get a reason: the words both notes use, or with ``ask_reasons`` the
+    model's phrase (guarded; the shared words when refused); with evolution on, a proposed new
+    context for the neighbour (screened later)."""
     plan = EvolutionPlan()
     judged = list(neighbours[:candidates])
     if not judged or not (links or evolution):
@@ -155,22 +166,25 @@ async def decide_pairwise(
     contexts: list[str | None] = [None] * len(linked)
     try:
         asked = await asyncio.gather(
-            *(_reason(llm, n, note, usage) for n, _ in linked if links),
+            *(_reason(llm, n, note, usage) for n, _ in linked if links and ask_reasons),
             *(_context(llm, n, note, usage) for n, _ in linked if evolution),
         )
     except LLMError as exc:
         log.warning("link reasons or evolution failed, links kept with plain reasons: %s", exc)
         plan.rejected.append(f"link reasons and evolution skipped: {exc}")
     else:
-        if links:
+        if links and ask_reasons:
             reasons, asked = list(asked[: len(linked)]), asked[len(linked) :]
         if evolution:
             contexts = list(asked)
     for (n, p), reason, context in zip(linked, reasons, contexts, strict=True):
         if links:
-            refusal = guards.reason_refusal(reason, note, n) if reason else "no reason given"
+            refusal = None
+            if ask_reasons:
+                refusal = guards.reason_refusal(reason, note, n) if reason else "no reason given"
             if refusal is not None:
                 plan.rejected.append(f"reason for the link to {n.id[:40]!r}: {refusal}; the shared words are used")
+            if refusal is not None or not ask_reasons:
                 reason = guards.shared_words_reason(note, n)
             plan.links.append(
                 Link(source_id=note.id, target_id=n.id, type=LinkType.RELATED_TO, reason=reason, strength=round(p, 3))
