@@ -96,6 +96,36 @@ class LlamaBuildInfo:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class BackgroundBuild:
+    """A llama-server build running in the background (its pid, start time and log)."""
+
+    pid: int
+    started: float  # epoch seconds
+    log_file: Path
+
+    def last_line(self) -> str:
+        """The log's last line (cmake's "[ 42%] Building ..."), or "" before it has one."""
+        try:
+            lines = self.log_file.read_text(errors="replace").strip().splitlines()
+        except OSError:
+            return ""
+        return lines[-1].strip() if lines else ""
+
+
+def process_running(pid: int) -> bool:
+    """The process exists and is not a zombie (a container's pid 1 may never reap it)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return False
+        return True
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
+
+
 class LlamaBuild:
     """The cached llama.cpp build for ``home``: find it, build it, report on it. No I/O in ``__init__``."""
 
@@ -138,6 +168,18 @@ class LlamaBuild:
             return str(json.loads(self.failure_file.read_text())["error"])
         except (OSError, ValueError, KeyError, TypeError):
             return None
+
+    def background(self) -> BackgroundBuild | None:
+        """The build ``scripts/install.sh --build-in-background`` started, while it runs; else None."""
+        pid_file, done_file = self.root / "background-build.pid", self.root / "background-build.done"
+        try:
+            pid = int(pid_file.read_text().strip())
+            started = pid_file.stat().st_mtime
+        except (OSError, ValueError):
+            return None
+        if done_file.exists() or not process_running(pid):
+            return None
+        return BackgroundBuild(pid=pid, started=started, log_file=self.root / "background-build.log")
 
     # -- the build
 

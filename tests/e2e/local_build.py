@@ -9,29 +9,15 @@ compiling again. Without the build it can still use the fallback server, when th
 from __future__ import annotations
 
 import importlib.util
-import os
 import time
 from pathlib import Path
 
 from graphmem.config import load_settings
-from graphmem.local.llama_build import LlamaBuild
+from graphmem.local.llama_build import LlamaBuild, process_running
 from graphmem.local.llm_server import GGUF_MODELS
 
 SPEC = GGUF_MODELS["qwen2.5-coder-0.5b"]
 BACKGROUND_WAIT_S = 3600.0  # a 2-core runner under test load compiles for 10-15 minutes
-
-
-def _running(pid: int) -> bool:
-    """The process exists and is not a zombie (a container's pid 1 may never reap it)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        try:
-            os.kill(pid, 0)
-        except OSError:
-            return False
-        return True
-    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
 
 
 def wait_for_background_build(home: Path | None = None, *, timeout: float = BACKGROUND_WAIT_S) -> float:
@@ -44,7 +30,7 @@ def wait_for_background_build(home: Path | None = None, *, timeout: float = BACK
     except (OSError, ValueError):
         return 0.0
     started = time.monotonic()
-    while not done_file.exists() and _running(pid):
+    while not done_file.exists() and process_running(pid):
         if time.monotonic() - started > timeout:
             raise TimeoutError(f"the background llama-server build (pid {pid}) ran past {timeout:.0f} s")
         time.sleep(2.0)

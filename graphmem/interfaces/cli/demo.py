@@ -77,6 +77,71 @@ def _ensure_neo4j(settings: Any, waiting: Waiting) -> str:
     return ends.browser_url
 
 
+def background_build(settings: Any) -> Any:
+    """The llama-server build ``scripts/install.sh --build-in-background`` is running for this home,
+    or None (built already, not started, another provider or server)."""
+    from graphmem.local.llama_build import LlamaBuild
+
+    if settings.resolved_llm_provider != "local" or settings.local_llm_server == "llama-cpp-python":
+        return None
+    build = LlamaBuild(settings.home)
+    return None if build.is_built() else build.background()
+
+
+async def raw_first(settings: Any, scope: Any, minutes_building: float) -> dict[str, Any]:
+    """While llama-server compiles on a new machine, the demo's turns stored as they are (embedded,
+    full-text indexed, each FOLLOWS the one before; no LLM call) and its questions answered by search
+    alone: the memory works in the first minutes, and the A-MEM run after it shows what the model adds."""
+    from graphmem.demo.sample import CONVERSATION, QUESTIONS, as_note_text
+    from graphmem.service import AsyncMemoryService
+
+    console.print(
+        Panel(
+            f"llama-server has been compiling for {minutes_building:.0f} min ({BUILD_HINT.removeprefix('once: ')}). "
+            "Meanwhile, the memory without the model: each turn stored as it is (embedded, full-text indexed, "
+            "linked to the turn before it) and each question answered by search alone. The A-MEM run follows "
+            "when the model is ready.",
+            title="while the model builds",
+            title_align="left",
+        )
+    )
+    started = time.perf_counter()
+    first_note_at = 0.0
+    service = await AsyncMemoryService.create(settings)  # no model: raw adds and search call none
+    async with service as svc:
+        previous: tuple[int, str] | None = None
+        for i, turn in enumerate(CONVERSATION, 1):
+            text = as_note_text(turn)
+            after = previous[1] if previous and previous[0] == turn.session else None
+            result = await svc.add(
+                text, scope, event_time=turn.date, source_id=f"S{turn.session}:{i}", follows=after, enrich=False
+            )
+            previous = (turn.session, result.note.id)
+            first_note_at = first_note_at or time.perf_counter() - started
+            console.print(f"[bold cyan]{i:2d}[/] [dim]{turn.date}[/] {text}  [dim](stored raw)[/]")
+        found: dict[str, list[str]] = {}
+        for q in QUESTIONS:
+            hits = await svc.search(q, scope, k=3)
+            found[q] = [h.note.content for h in hits]
+            table = Table(box=None, show_header=False)
+            for h in hits:
+                table.add_row(f"[dim]{','.join(h.found_by)}[/]", h.note.content[:90])
+            console.print(Panel(table, title=f"search: {q}", title_align="left"))
+    return {"scope": str(scope), "notes": len(CONVERSATION), "first_note_seconds": first_note_at, "found": found}
+
+
+def _wait_for_build(build: Any, waiting: Waiting) -> None:
+    """Wait for the background build to finish (or stop), showing the compiler's progress line."""
+    from graphmem.local.llama_build import process_running
+
+    with waiting.step("waiting for the llama-server build", hint=f"log {build.log_file}") as step:
+        while process_running(build.pid) and not (build.log_file.parent / "background-build.done").exists():
+            line = build.last_line()
+            if line:
+                step.update(line)
+            time.sleep(2.0)
+
+
 def _start_local_model(settings: Any, waiting: Waiting) -> Any:
     """The local chat model, its server started or reused; each slow step said before it runs
     (assembling the weights, building llama-server once, loading the model)."""
@@ -118,22 +183,32 @@ def demo(
     waiting = Waiting(console)
     _first_run_notice(settings)
     browser_url = _ensure_neo4j(settings, waiting)
+    run_id = "run-" + datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    preview: dict[str, Any] | None = None
+    building = background_build(settings)
+    if building is not None:  # a new machine's first run: show the memory while llama-server compiles
+        from graphmem.models import Scope
+
+        raw_scope = Scope(user_id="demo", agent_id="demo", run_id=f"{run_id}-raw")
+        preview = asyncio.run(raw_first(settings, raw_scope, (time.time() - building.started) / 60))
+        _wait_for_build(building, waiting)
     if settings.resolved_llm_provider == "local":
         chat_model = _start_local_model(settings, waiting)
     else:
         chat_model = None
         console.print(f"[green]LLM[/] {settings.resolved_llm_provider}: {settings.llm_model}")
-    summary = asyncio.run(_run(settings, browser_url, chat_model, waiting))
+    summary = asyncio.run(_run(settings, browser_url, chat_model, waiting, run_id))
+    if preview is not None:
+        summary["while_building"] = preview
     if as_json:
         print_json(summary)
 
 
-async def _run(settings: Any, browser_url: str, chat_model: Any, waiting: Waiting) -> dict[str, Any]:
+async def _run(settings: Any, browser_url: str, chat_model: Any, waiting: Waiting, run_id: str) -> dict[str, Any]:
     from graphmem.demo.sample import BROWSER_QUERY, CONVERSATION, QUESTIONS, as_note_text
     from graphmem.models import FOLLOWS_REASON, LinkType, Scope, Usage
     from graphmem.service import AsyncMemoryService
 
-    run_id = "run-" + datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     scope = Scope(user_id="demo", agent_id="demo", run_id=run_id)
     total = Usage()
     ingest = Usage()
