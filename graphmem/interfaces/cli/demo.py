@@ -134,7 +134,7 @@ def _wait_for_build(build: Any, waiting: Waiting) -> None:
     """Wait for the background build to finish (or stop), showing the compiler's progress line."""
     from graphmem.local.llama_build import process_running
 
-    with waiting.step("waiting for the llama-server build", hint=f"log {build.log_file}") as step:
+    with waiting.step("llama-server compiling", hint=f"log {build.log_file}") as step:
         while process_running(build.pid) and not (build.log_file.parent / "background-build.done").exists():
             line = build.last_line()
             if line:
