@@ -131,9 +131,12 @@ class Settings(BaseSettings):
     supersession_candidates: int = Field(4, ge=1, le=50, description="earlier notes judged per new note")
     # The yes/no question lists the facts it is about (home, flatmate, job, manager, instrument, sport,
     # diet, vehicle, partner, pet); a note naming none of them and no change ("now", "moved", "left", ...)
-    # is not asked about: 3 LoCoMo turns in 4, none of the updates gold's newer notes (docs/updates.md).
+    # is not asked about: 3 LoCoMo turns in 4, none of the updates gold's newer notes (docs/updates.md);
+    # nor is an earlier note that names only other kinds of fact (a flat against a manager).
     supersession_gate: bool = Field(
-        True, description="judge only notes that name a changeable fact or a change (off: every note)"
+        True,
+        description="judge only notes that name a changeable fact or a change, against notes that may state "
+        "the same kind of fact (off: every pair)",
     )
     # 0.7: on the updates gold the 1.5B's P(yes) for pairs that really changed was 0.63-0.81, for other
     # pairs of one person 0.50-0.73 (docs/updates.md); a hosted model's answers are near 0 or 1.

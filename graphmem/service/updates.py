@@ -94,6 +94,25 @@ _CHANGEABLE_FACTS = (
     r"drive[sn]?|driving|cycl(?:e|es|ing)|commute|scooter|partner|boyfriend|girlfriend|husband|wife|pet|dog|cat"
 )
 _MAY_CHANGE = re.compile(rf"\b(?:{_CHANGE_CUES}|{_CHANGEABLE_FACTS})\b", re.IGNORECASE)
+# The kind of fact a note's words name. Two notes that both name kinds, none shared (a flat and a
+# manager), do not state two values of one fact, whatever the model says: the 1.5B gave "Sam moved out
+# of our flat" against "my manager there is Priya" P(yes) 0.76, and the wrong supersession then kept the
+# manager note from being judged against the real change (issue 28). A note naming no kind may be
+# about anything ("I switched from the violin to the cello"): it is judged as before.
+_FACT_KINDS = {
+    kind: re.compile(rf"\b(?:{words})\b", re.IGNORECASE)
+    for kind, words in {
+        "home": r"live[sd]?|living|flat(?:mate)?s?|apartment|house|home|city|moved?|moving",
+        "work": r"work(?:s|ing|ed)?|job|employer|company|office|colleagues?",
+        "manager": r"manager|boss",
+        "instrument": r"instruments?|violin|cello|piano|guitar|drums|flute",
+        "sport": r"sports?|climbing|swimming|running|football|tennis|yoga|gym",
+        "diet": r"vegan|vegetarian|diet|eat(?:s|ing)?|meat",
+        "vehicle": r"car|bike|drive[sn]?|driving|scooter|commute",
+        "partner": r"partner|boyfriend|girlfriend|husband|wife|married|divorced",
+        "pet": r"pets?|dog|cat",
+    }.items()
+}
 
 Order = Literal["newer", "older", "same"]
 AddSynthesis = Callable[[Synthesis], Awaitable[object]]
@@ -126,6 +145,17 @@ def speaker(text: str) -> str | None:
 
 def _names(text: str) -> set[str]:
     return {w.lower() for w in _WORD.findall(text)}
+
+
+def fact_kinds(text: str) -> set[str]:
+    """The kinds of changeable fact a note's words name (home, work, manager, ...)."""
+    return {kind for kind, pattern in _FACT_KINDS.items() if pattern.search(text)}
+
+
+def may_state_the_same_fact(note: Note, other: Note) -> bool:
+    """False when both notes name kinds of fact and share none (the gate's second half)."""
+    a, b = fact_kinds(note.content), fact_kinds(other.content)
+    return not (a and b) or bool(a & b)
 
 
 def same_person(note: Note, other: Note) -> bool:
@@ -185,6 +215,7 @@ async def candidates(
         and h.note.id not in skip
         and h.note.category != SYNTHESIS  # a synthesis is superseded by its successor synthesis only
         and same_person(note, h.note)
+        and (not settings.supersession_gate or may_state_the_same_fact(note, h.note))
     ]
     return kept[: 2 * k]
 

@@ -209,6 +209,22 @@ async def test_small_talk_is_not_asked_about_unless_the_gate_is_off(make_service
             await BenchQueries(svc.store).delete_scope(sc)
 
 
+async def test_a_note_is_not_judged_against_one_that_names_another_kind_of_fact(
+    make_service: Any, scope: Scope
+) -> None:
+    """The model's yes is not asked for when the two notes name different kinds of fact (a flat, a manager)."""
+
+    def asked(model: Any) -> list[str]:
+        return [str(m[-1].content) for m in model.calls if str(m[0].content) == SUPERSEDE_SYSTEM]
+
+    svc, model = await _service(make_service, updates_responder(lambda a, b: 0.9))
+    manager = await svc.add("Omar: My manager at Brightwave is Priya.", scope, event_time="2022-05-03")
+    flat = await svc.add("Omar: Sam moved out of the flat, so I live alone now.", scope, event_time="2023-02-20")
+    assert flat.superseded == [] and not [q for q in asked(model) if "Priya" in q]
+    new_boss = await svc.add("Omar: Priya left; my new manager is Daniel.", scope, event_time="2023-02-21")
+    assert [s.older_id for s in new_boss.superseded] == [manager.note.id]
+
+
 async def test_the_updates_eval_scores_the_shipped_gold_with_a_scripted_model(make_service: Any, tmp_path: Any) -> None:
     from graphmem.evaluation.updates import UpdatesConfig, load_gold, run_updates_eval, updates_markdown
 
