@@ -56,6 +56,11 @@ def test_reason_must_name_something_of_both_notes() -> None:
     assert guards.shared_words_reason(stall, corner) == "both mention Anika, Riverside, markets"
     asked = Note(content="Tom: Did Priya make her mugs?", scope=GARDEN.scope)
     assert guards.shared_words_reason(asked, stall) == "related notes"  # 'Priya' is only stall's speaker
+    # nothing said in common: the tags both notes got, else a plain label
+    nervous = Note(content="Lena: Are you nervous about leaving?", tags=["career", "emotions"], scope=GARDEN.scope)
+    offer = Note(content="Omar: I got the offer from Lumio!", tags=["Career", "news"], scope=GARDEN.scope)
+    assert guards.shared_words_reason(nervous, offer) == "both tagged career"
+    assert guards.shared_words_reason(nervous, asked) == "related notes"
     told = Note(content="Tom: Priya glazes mugs now.", scope=GARDEN.scope)
     assert guards.shared_words_reason(told, asked) == "both mention Priya, mugs"
 

@@ -74,7 +74,13 @@ def shared_words_reason(source: Note, target: Note, limit: int = 4) -> str:
         if key in shared and key not in seen:
             seen[key] = word
     named = list(seen.values())[:limit]
-    return "both mention " + ", ".join(named) if named else "related notes"
+    if named:
+        return "both mention " + ", ".join(named)
+    # nothing said in common ("Are you nervous about leaving?" and "I got the offer"): the categories
+    # the enrichment gave both, if any, say more than nothing
+    target_tags = {t.lower() for t in target.tags}
+    tags = [t for t in dict.fromkeys(source.tags) if t.lower() in target_tags][:limit]
+    return "both tagged " + ", ".join(tags) if tags else "related notes"
 
 
 def contradiction_refusal(new_statement: str | None, old_statement: str | None, new: Note, old: Note) -> str | None:

@@ -5,9 +5,11 @@ The pairwise decider judges each new note's candidates: its ``k`` nearest earlie
 bound what its links can join. For each policy this prints the evidence pairs (two evidence turns of
 one question) joined when every candidate is linked, beside linking each note to as many of its
 nearest earlier notes (``eval links``' nearest-neighbour baseline). Reads a stored ingest (``eval
-locomo --ingest-only``) from the Neo4j in the environment; prints numbers only.
+locomo --ingest-only``) from the Neo4j in the environment; prints numbers only. ``candidates.py``
+beside it asks the shipped ``AddSteps.neighbours`` on raw notes instead; this one compares with the
+nearest-neighbour links ``eval links`` uses as its baseline.
 
-    python scripts/candidate_ceiling.py --data locomo-dev.json --tag qwen2.5-coder-1.5b-el--11177d -c conv-26 -c conv-30
+    python tools/research/candidate_ceiling.py --data locomo-dev.json --tag qwen2.5-coder-1.5b-el--11177d -c conv-26 -c conv-30
 """
 
 from __future__ import annotations
