@@ -103,6 +103,10 @@ class BackgroundBuild:
     pid: int
     started: float  # epoch seconds
     log_file: Path
+    done_file: Path  # install.sh writes the build's exit status here when it ends
+
+    def running(self) -> bool:
+        return not self.done_file.exists() and process_running(self.pid)
 
     def last_line(self) -> str:
         """The log's last line (cmake's "[ 42%] Building ..."), or "" before it has one."""
@@ -177,9 +181,10 @@ class LlamaBuild:
             started = pid_file.stat().st_mtime
         except (OSError, ValueError):
             return None
-        if done_file.exists() or not process_running(pid):
-            return None
-        return BackgroundBuild(pid=pid, started=started, log_file=self.root / "background-build.log")
+        build = BackgroundBuild(
+            pid=pid, started=started, log_file=self.root / "background-build.log", done_file=done_file
+        )
+        return build if build.running() else None
 
     # -- the build
 

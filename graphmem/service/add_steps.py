@@ -37,7 +37,7 @@ from graphmem.models import (
 )
 from graphmem.ports import NoteStore
 from graphmem.service import construct
-from graphmem.service.grounding import speaker_of
+from graphmem.service.grounding import said
 from graphmem.service.linking import LinkDecider, LLMSource
 from graphmem.service.linking.plan import evolved_notes, neighbour_changes, screen_evolutions, with_follows
 from graphmem.service.retrieve import COMMON_SHARE
@@ -206,10 +206,10 @@ class AddSteps:
         if k <= 0:
             return []
         note = built.note
-        speaker = speaker_of(note.content)
-        text = note.content[len(speaker) + 1 :] if speaker else note.content
         t0 = time.perf_counter()
-        hits = await self.store.fulltext_search(text, note.scope, k + len(skip), common_share=COMMON_SHARE)
+        hits = await self.store.fulltext_search(
+            said(note.content), note.scope, k + len(skip), common_share=COMMON_SHARE
+        )
         built.usage.store_seconds += time.perf_counter() - t0
         return [h.note for h in hits if h.note.id not in skip][:k]
 

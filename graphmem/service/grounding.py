@@ -22,6 +22,7 @@ LangChain plugin); without a speaker the owner and actor checks have nobody to r
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from graphmem.service import wording
@@ -115,6 +116,12 @@ def speaker_of(content: str) -> str | None:
     return m.group(1) if m else None
 
 
+def said(content: str) -> str:
+    """What a note says, without its "Speaker:" prefix (two turns of one speaker share only the name)."""
+    speaker = speaker_of(content)
+    return content[len(speaker) + 1 :] if speaker else content
+
+
 def sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE.split(text.strip()) if s.strip()]
 
@@ -154,23 +161,25 @@ def _done_by_speaker(sentence: str, body: str, speaker: str) -> str | None:
     done_to_me = {wording.stem(v) for v in _DONE_TO_ME.findall(body) if v not in wording.GUARD_STOP_WORDS}
     if not done_to_me:
         return None
-    names = [(m.start(), m.group(0)) for m in re.finditer(r"\b[A-Z][a-z]+\b", sentence)]
-    for subject, verb, obj in _ONE_WHO.findall(sentence):
+    for subject, verb, obj in _deeds(sentence):
         if subject == speaker and obj != speaker and wording.stem(verb) in done_to_me:
             return f"makes {speaker} the one who {verb} someone, where the note says it was done to {speaker}"
+    return None
+
+
+def _deeds(sentence: str) -> Iterator[tuple[str | None, str, str]]:
+    """(subject, verb, object) of "X is the one who verb Y", "X verb Y" and "X ... and verb Y" (the
+    subject None when another clause starts between the name and "and")."""
+    yield from _ONE_WHO.findall(sentence)
+    names = [(m.start(), m.group(0)) for m in re.finditer(r"\b[A-Z][a-z]+\b", sentence)]
     for m in _DONE_TO.finditer(sentence):
         before, verb, obj = m.groups()
-        if wording.stem(verb) not in done_to_me or obj == speaker:
+        if before != "and":
+            yield before, verb, obj
             continue
-        if before == "and":
-            first = names[0] if names and names[0][0] < m.start() else None
-            between = sentence[first[0] : m.start()] if first else ""
-            subject = first[1] if first and not _OTHER_SUBJECT.search(between) else None
-        else:
-            subject = before
-        if subject == speaker:
-            return f"makes {speaker} the one who {verb} someone, where the note says it was done to {speaker}"
-    return None
+        first = names[0] if names and names[0][0] < m.start() else None
+        between = sentence[first[0] : m.start()] if first else ""
+        yield (first[1] if first and not _OTHER_SUBJECT.search(between) else None), verb, obj
 
 
 def sentence_refusal(sentence: str, content: str, speaker: str | None) -> str | None:

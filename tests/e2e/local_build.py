@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from graphmem.config import load_settings
-from graphmem.local.llama_build import LlamaBuild, process_running
+from graphmem.local.llama_build import LlamaBuild
 from graphmem.local.llm_server import GGUF_MODELS
 
 SPEC = GGUF_MODELS["qwen2.5-coder-0.5b"]
@@ -23,16 +23,13 @@ BACKGROUND_WAIT_S = 3600.0  # a 2-core runner under test load compiles for 10-15
 def wait_for_background_build(home: Path | None = None, *, timeout: float = BACKGROUND_WAIT_S) -> float:
     """Wait for the llama-server build `scripts/install.sh --build-in-background` started (CI runs it
     beside the tests that need no model); returns the seconds waited. No background build: no wait."""
-    root = (home or load_settings().home) / "llama.cpp"
-    pid_file, done_file = root / "background-build.pid", root / "background-build.done"
-    try:
-        pid = int(pid_file.read_text().strip())
-    except (OSError, ValueError):
+    build = LlamaBuild(home or load_settings().home).background()
+    if build is None:
         return 0.0
     started = time.monotonic()
-    while not done_file.exists() and process_running(pid):
+    while build.running():
         if time.monotonic() - started > timeout:
-            raise TimeoutError(f"the background llama-server build (pid {pid}) ran past {timeout:.0f} s")
+            raise TimeoutError(f"the background llama-server build (pid {build.pid}) ran past {timeout:.0f} s")
         time.sleep(2.0)
     return time.monotonic() - started
 

@@ -27,7 +27,7 @@ from graphmem.evaluation.links import edge, evidence_pairs, link_edges
 from graphmem.evaluation.locomo import load_locomo
 from graphmem.evaluation.retrieval import scope_for
 from graphmem.service import AsyncMemoryService
-from graphmem.service.grounding import speaker_of
+from graphmem.service.grounding import said, speaker_of
 from graphmem.service.retrieve import COMMON_SHARE
 from graphmem.service.wording import content_words, stem
 
@@ -39,18 +39,13 @@ POLICIES = {
 }
 
 
-def _said(content: str) -> str:
-    speaker = speaker_of(content)
-    return content[len(speaker) + 1 :] if speaker else content
-
-
 def policy_edges(recs: list[dict[str, Any]], k: int, w: int) -> tuple[set[Any], set[Any]]:
     """(candidate edges, nearest-neighbour edges with the same count per note), earlier notes only."""
     ids = [r["id"] for r in recs]
     mat = np.asarray([r["embedding"] for r in recs], dtype=np.float64)
     mat /= np.linalg.norm(mat, axis=1, keepdims=True)
     speakers = {stem(s) for r in recs if (s := speaker_of(r["content"]))}
-    words = [content_words(_said(r["content"])) - speakers for r in recs]
+    words = [content_words(said(r["content"])) - speakers for r in recs]
     df = collections.Counter(x for ws in words for x in ws)
     rare = [{x for x in ws if df[x] / len(recs) < COMMON_SHARE} for ws in words]
     idf = {x: math.log(len(recs) / c) for x, c in df.items()}

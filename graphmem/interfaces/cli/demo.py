@@ -132,10 +132,8 @@ async def raw_first(settings: Any, scope: Any, minutes_building: float) -> dict[
 
 def _wait_for_build(build: Any, waiting: Waiting) -> None:
     """Wait for the background build to finish (or stop), showing the compiler's progress line."""
-    from graphmem.local.llama_build import process_running
-
     with waiting.step("llama-server compiling", hint=f"log {build.log_file}") as step:
-        while process_running(build.pid) and not (build.log_file.parent / "background-build.done").exists():
+        while build.running():
             line = build.last_line()
             if line:
                 step.update(line)

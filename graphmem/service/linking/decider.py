@@ -179,19 +179,22 @@ async def decide_pairwise(
             contexts = list(asked)
     for (n, p), reason, context in zip(linked, reasons, contexts, strict=True):
         if links:
-            refusal = None
-            if ask_reasons:
-                refusal = guards.reason_refusal(reason, note, n) if reason else "no reason given"
-            if refusal is not None:
-                plan.rejected.append(f"reason for the link to {n.id[:40]!r}: {refusal}; the shared words are used")
-            if refusal is not None or not ask_reasons:
-                reason = guards.shared_words_reason(note, n)
+            reason = _checked(reason, note, n, plan.rejected) if ask_reasons else guards.shared_words_reason(note, n)
             plan.links.append(
                 Link(source_id=note.id, target_id=n.id, type=LinkType.RELATED_TO, reason=reason, strength=round(p, 3))
             )
         if evolution and context and norm(context) != norm(n.context):
             plan.updates.append(NeighbourEvolution(before=n, context=context, tags=n.tags, keywords=n.keywords))
     return plan
+
+
+def _checked(reason: str | None, note: Note, target: Note, rejected: list[str]) -> str:
+    """The model's reason for a link, or the words both notes say when it is refused (reported)."""
+    refusal = guards.reason_refusal(reason, note, target) if reason else "no reason given"
+    if refusal is None and reason:
+        return reason
+    rejected.append(f"reason for the link to {target.id[:40]!r}: {refusal}; the shared words are used")
+    return guards.shared_words_reason(note, target)
 
 
 async def _reason(llm: LLMCaller, earlier: Note, later: Note, usage: Usage) -> str:

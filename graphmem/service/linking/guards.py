@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from graphmem.models import Note
-from graphmem.service.grounding import speaker_of
+from graphmem.service.grounding import said
 from graphmem.service.wording import (
     GUARD_STOP_WORDS,
     content_words,
@@ -54,19 +54,13 @@ def reason_refusal(reason: str, source: Note, target: Note) -> str | None:
     return None
 
 
-def _said(content: str) -> str:
-    """What a note says, without its "Speaker:" prefix: two turns of one speaker share the name only."""
-    speaker = speaker_of(content)
-    return content[len(speaker) + 1 :] if speaker else content
-
-
 def shared_words_reason(source: Note, target: Note, limit: int = 4) -> str:
     """A pairwise link's reason (or the one used when the model's was refused): the words both notes
     say, as the new note writes them ('Riverside', not the stem 'riversid')."""
-    said = _said(source.content)
-    shared = content_words(said) & content_words(_said(target.content))
+    source_said = said(source.content)
+    shared = content_words(source_said) & content_words(said(target.content))
     seen: dict[str, str] = {}  # stem -> the first surface form
-    for word in words(said):
+    for word in words(source_said):
         low = word.lower()
         if low in GUARD_STOP_WORDS or not (len(low) >= 3 or low.isdigit()):
             continue
