@@ -39,6 +39,18 @@ TIMELINE_RULE = (
     "conflicting statements and give both, with their dates. A note marked 'DERIVED' summarises other notes."
 )
 
+# Said after the rule when the question itself asks about now or about before (``updates.asks_about``):
+# the small local model answered a "before" question with the CURRENT value, and a "now" question with
+# a value the CURRENT note says is gone, though both were marked (updates gold, 5 December 2026).
+NOW_RULE = (
+    "This question asks about the present: answer with what the CURRENT notes say now; "
+    "an earlier value no longer holds."
+)
+BEFORE_RULE = (
+    "This question asks about the past. The CURRENT note gives today's value, which is NOT the answer; "
+    "answer with the earlier value from the note marked SUPERSEDED."
+)
+
 
 def supersede_messages(earlier: Note, later: Note) -> list[BaseMessage]:
     """Do two notes state different values of the same fact about the same person? (yes/no, one token)"""

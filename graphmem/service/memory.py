@@ -629,14 +629,17 @@ class AsyncMemoryService:
         usage = Usage()
         budget = self.settings.context_token_budget if token_budget is None else token_budget
         check_bound(budget, LIMITS.token_budget_min, LIMITS.token_budget_max, "token budget")
-        # The default context keeps a superseded hit, marked, and brings its current note after it.
+        # The default context keeps a superseded hit, marked, and brings its current note after it; a
+        # question about now gets the current notes only, without their earlier values (issue 28).
         default = self.settings.enable_supersession and not history and as_of is None
+        asked = updates.asks_about(question) if default else None
+        both = default and asked != "now"
         hits = await self.search(
-            question, scope, k=k, mode=mode, filters=filters, usage=usage, history=history or default, as_of=as_of
+            question, scope, k=k, mode=mode, filters=filters, usage=usage, history=history or both, as_of=as_of
         )
-        if default:
+        if both:
             hits = await updates.with_current(self.store, hits, scope)
-        marks = updates.context_marks(hits)  # current / superseded / clash lines (issue 28)
+        marks = updates.context_marks(hits, with_history=asked != "now")  # current / superseded / clash lines
         ctx = build_context(
             [h.note for h in hits],
             budget,
@@ -646,7 +649,7 @@ class AsyncMemoryService:
         used = [hits[i] for i in ctx.used]
         del hits  # only the notes in the context stay in memory while the LLM answers
         kept = {h.note.id for h in used}
-        instructions = updates.with_rule(instructions, {i: m for i, m in marks.items() if i in kept})
+        instructions = updates.with_rule(instructions, {i: m for i, m in marks.items() if i in kept}, asked)
         answer = await self.answer(question, ctx.text or "(no notes)", instructions=instructions, usage=usage)
         clash = updates.clash_of(used)  # a recorded clash is answered as one (issue 28)
         if clash is not None and clash not in answer:

@@ -10,7 +10,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from graphmem.llm.update_prompts import KNOCK_ON_SYSTEM, SUPERSEDE_SYSTEM, TIMELINE_RULE
+from graphmem.llm.update_prompts import BEFORE_RULE, KNOCK_ON_SYSTEM, NOW_RULE, SUPERSEDE_SYSTEM, TIMELINE_RULE
 from graphmem.models import Scope
 from graphmem.service.wording import content_words
 from graphmem.store import BenchQueries
@@ -118,14 +118,25 @@ async def test_a_move_supersedes_the_old_home_and_changes_no_note(make_service: 
     assert lyon.note.id in then and berlin.note.id not in then
 
     # ask: the answer prompt hears which note is current and what it replaced.
-    answered = await svc.ask("Where does Ann live now?", scope, k=2)
+    answered = await svc.ask("Where does Ann live?", scope, k=2)
     assert answered.answer == "Berlin"
     prompt = str(model.calls[-1][-1].content)
     assert TIMELINE_RULE in prompt and '[CURRENT | before: until 1 June 2024: "Ann: I live in Lyon' in prompt
+    assert NOW_RULE not in prompt and BEFORE_RULE not in prompt  # the question says neither
     # The superseded note stays in ask's context, marked, with the current note after it.
     assert "- Ann: I live in Lyon with my cat." in prompt and "[SUPERSEDED since 1 June 2024" in prompt
     kept = [h.note.id for h in answered.notes]
     assert lyon.note.id in kept and berlin.note.id in kept
+    # A question about the past is told so, and reads both.
+    before_q = await svc.ask("Where did Ann live before?", scope, k=2)
+    prompt = str(model.calls[-1][-1].content)
+    assert BEFORE_RULE in prompt and "[SUPERSEDED since 1 June 2024" in prompt
+    assert {lyon.note.id, berlin.note.id} <= {h.note.id for h in before_q.notes}
+    # A question about now reads the current note only, without the value it replaced.
+    now_q = await svc.ask("Where does Ann live now?", scope, k=2)
+    prompt = str(model.calls[-1][-1].content)
+    assert NOW_RULE in prompt and "[CURRENT]" in prompt and "I live in Lyon" not in prompt
+    assert [h.note.id for h in now_q.notes if h.note.id in (lyon.note.id, berlin.note.id)] == [berlin.note.id]
 
 
 async def test_the_same_time_makes_a_conflict_and_ask_sees_the_clash(
@@ -223,6 +234,20 @@ async def test_a_note_is_not_judged_against_one_that_names_another_kind_of_fact(
     assert flat.superseded == [] and not [q for q in asked(model) if "Priya" in q]
     new_boss = await svc.add("Omar: Priya left; my new manager is Daniel.", scope, event_time="2023-02-21")
     assert [s.older_id for s in new_boss.superseded] == [manager.note.id]
+
+
+async def test_a_note_minutes_after_another_in_the_same_sitting_is_not_judged_against_it(
+    make_service: Any, scope: Scope
+) -> None:
+    """A value changes between sittings: a line a minute later elaborates (a new job, then which one)."""
+    svc, model = await _service(make_service, updates_responder(lambda a, b: 0.9))
+    job = await svc.add("Maya: I moved to Berlin for a new job.", scope, event_time="2023-09-02T19:00:00")
+    which = await svc.add("Maya: I work as a nurse at the Charite now.", scope, event_time="2023-09-02T19:01:00")
+    asked = [str(m[-1].content) for m in model.calls if str(m[0].content) == SUPERSEDE_SYSTEM]
+    assert which.superseded == [] and which.conflicts == [] and not asked
+    later = await svc.add("Maya: I work at the Vivantes clinic now.", scope, event_time="2024-04-15T20:00:00")
+    assert {s.older_id for s in later.superseded} >= {which.note.id}  # the next sitting may change it
+    assert job.note.id not in {s.newer_id for s in later.superseded}
 
 
 async def test_the_updates_eval_scores_the_shipped_gold_with_a_scripted_model(make_service: Any, tmp_path: Any) -> None:

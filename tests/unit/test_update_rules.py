@@ -126,6 +126,43 @@ def test_the_context_says_what_is_current_and_what_clashes() -> None:
     assert updates.with_rule("Be brief.", {"berlin": mark}) == updates.TIMELINE_RULE + "\nBe brief."
 
 
+def test_a_question_about_now_or_before_is_told_from_its_words() -> None:
+    ask = updates.asks_about
+    assert [
+        ask(q)
+        for q in (
+            "Where does Maya live now?",
+            "Does Maya still cycle to work?",
+            "Is Luis vegan any more?",
+            "Which band is she currently in?",
+        )
+    ] == ["now"] * 4
+    assert [
+        ask(q)
+        for q in (
+            "Where did Omar work before Nordlight?",
+            "Who was Omar's first manager?",
+            "What did Tom play previously?",
+            "Where did she use to live?",
+        )
+    ] == ["before"] * 4
+    assert ask("What did he play before, and what now?") == "before"  # the history is wanted
+    assert ask("Where does Maya live?") is None and ask("How old is Tom?") is None
+    mark = updates.mark_of(NoteTimeline(history=[_entry("Ann: I live in Lyon.", "2021-03-01", "2024-06-01")]))
+    assert updates.with_rule(None, {"berlin": mark or ""}, "now") == updates.TIMELINE_RULE + "\n" + updates.NOW_RULE
+    assert updates.with_rule("Be brief.", {"berlin": mark or ""}, "before") == "\n".join(
+        [updates.TIMELINE_RULE, updates.BEFORE_RULE, "Be brief."]
+    )
+    assert updates.with_rule(None, {}, "now") is None  # no marked note, nothing to say about time
+
+
+def test_a_question_about_now_reads_no_before_lines() -> None:
+    current = NoteTimeline(history=[_entry("Ann: I live in Lyon.", "2021-03-01", "2024-06-01")])
+    assert updates.mark_of(current, with_history=False) == "CURRENT"
+    superseded = NoteTimeline(status="superseded", valid_to=datetime(2024, 6, 1, tzinfo=UTC))
+    assert updates.mark_of(superseded, with_history=False) == "SUPERSEDED since 1 June 2024"
+
+
 def test_as_of_must_be_a_date() -> None:
     import pytest
 
@@ -180,3 +217,25 @@ def test_notes_naming_only_different_kinds_of_fact_are_not_judged_against_each_o
     assert not may_state_the_same_fact(flat, manager)
     # a note naming no kind may be about anything
     assert may_state_the_same_fact(note("Omar: I finally switched this spring."), manager)
+
+
+def test_notes_minutes_apart_in_one_sitting_are_never_judged_against_each_other() -> None:
+    import json
+
+    from graphmem.evaluation.updates import default_gold_path
+    from graphmem.service.updates import within_a_sitting
+
+    berlin = note("Maya: Big news: I moved to Berlin in August for a new job.", "2023-09-02T19:00:00")
+    charite = note("Maya: I work as a nurse at the Charite hospital in Berlin now.", "2023-09-02T19:01:00")
+    assert within_a_sitting(charite, berlin) and within_a_sitting(berlin, charite)
+    # the same time is a possible clash (two statements at once), a later sitting a possible change
+    porto = note("Ines: My sister Carla lives in Porto.", "2024-09-14T09:00:00")
+    madrid = note("Ines: My sister Carla lives in Madrid.", "2024-09-14T09:00:00")
+    assert not within_a_sitting(porto, madrid)
+    assert not within_a_sitting(charite, note("Maya: I work at the Herriot hospital.", "2023-09-02T17:30:00"))
+    # no pair the gold requires is within a sitting
+    gold = json.loads(default_gold_path().read_text(encoding="utf-8"))
+    for conv in gold["conversations"]:
+        turn = {t["n"]: note(f"{t['speaker']}: {t['text']}", t["time"]) for t in conv["turns"]}
+        for newer, older in conv["supersedes"] + conv.get("conflicts", []):
+            assert not within_a_sitting(turn[newer], turn[older]), (newer, older)
