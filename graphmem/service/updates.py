@@ -560,19 +560,27 @@ def _day(value: datetime | None, text: str | None = None) -> str:
 Asked = Literal["now", "before"]
 
 # The words a question uses to ask about the past or the present (checked in that order: "what did she
-# play before she switched, and what now" wants the history shown).
+# play before she switched, and what now" wants the history shown). A question that names a year or a
+# month asks about then ("currently doing in August 2023", "the week before April 10"): neither.
 _ASKS_BEFORE = re.compile(
-    r"\b(before|previous(ly)?|used? to|former(ly)?|original(ly)?|at first|first|earlier|in the past|prior)\b",
+    r"\b(before|previous(ly)?|used to|former(ly)?|original(ly)?|at first|earlier|"
+    r"in the past|prior to)\b",
     re.IGNORECASE,
 )
 _ASKS_NOW = re.compile(
     r"\b(now|current(ly)?|these days|nowadays|at the moment|at present|still|today|latest|any ?more|no longer)\b",
     re.IGNORECASE,
 )
+_DATED = re.compile(
+    r"\b(1[89]\d\d|20\d\d|January|February|March|April|May|June|July|August|September|October|November|"
+    r"December)\b"
+)
 
 
 def asks_about(question: str) -> Asked | None:
     """Whether a question asks about the past or the present, from its words (no LLM)."""
+    if _DATED.search(question):
+        return None
     if _ASKS_BEFORE.search(question):
         return "before"
     if _ASKS_NOW.search(question):

@@ -11,18 +11,22 @@ import pytest
 
 from tests.e2e import local_build
 
+_TIMES: dict[str, float] = {}
+
 
 @pytest.fixture(scope="session", autouse=True)
-def _background_build_finished(request: pytest.FixtureRequest) -> Iterator[None]:
-    waited = local_build.wait_for_background_build()
+def _background_build_finished() -> Iterator[None]:
+    _TIMES["waited"] = local_build.wait_for_background_build()
     started = time.monotonic()
     yield
-    # Said in CI's log, where the suite's critical path shows: the build, or the e2e tests after it.
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
-        reporter.write_line(
-            f"e2e: waited {waited:.0f} s for the background llama-server build, then ran "
-            f"{time.monotonic() - started:.0f} s"
+    _TIMES["ran"] = time.monotonic() - started
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Said in CI's log, where the suite's critical path shows: the build, or the e2e tests after it."""
+    if "ran" in _TIMES:
+        terminalreporter.write_line(
+            f"e2e: waited {_TIMES['waited']:.0f} s for the background llama-server build, then ran {_TIMES['ran']:.0f} s"
         )
 
 

@@ -126,6 +126,10 @@ async def test_graphmem_mcp_over_stdio(scope: Scope, settings: Any) -> None:
         "NEO4J_DATABASE": settings.neo4j_database,
         "GRAPHMEM_MCP_USER_ID": scope.user_id,
         "GRAPHMEM_ENABLE_ENRICHMENT": "false",  # no LLM in this process: raw notes, embeddings only
+        # ... and no local model started in the background: `graphmem mcp` starts one for `ask`, and on
+        # a developer's machine with the 1.5B built it would start (and leave running) a real server
+        "GRAPHMEM_LLM_PROVIDER": "compatible",
+        "GRAPHMEM_LLM_BASE_URL": "http://127.0.0.1:9/v1",
     }
     if settings.neo4j_password is not None:
         env["NEO4J_USERNAME"] = settings.neo4j_username
