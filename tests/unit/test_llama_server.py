@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import stat
 import sys
@@ -18,7 +19,9 @@ from graphmem.config import Settings
 from graphmem.errors import LocalServiceError
 from graphmem.local.llama_build import (
     LLAMA_CPP_PYTHON_VERSION,
+    OFF_HOT_PATH_TARGETS,
     PORTABLE_X86_FLAGS,
+    PROJECT_INCLUDE,
     TARGETS,
     LlamaBuild,
     build_key,
@@ -262,6 +265,45 @@ def test_the_build_pipeline_on_a_tiny_source(tmp_path: Path, monkeypatch: pytest
     assert any("compiling" in line for line in lines)
     log = build.log_file.read_text()
     assert "-DLLAMA_BUILD_UI=OFF" in log and "version: fake" in log  # configured with the flags, smoke-tested
+    assert "-DCMAKE_PROJECT_INCLUDE=" in log
     assert not list(build.root.glob("llama-build-*"))  # the source and build trees are gone
     mtime = build.server_binary.stat().st_mtime_ns
     assert build.ensure().key == info.key and build.server_binary.stat().st_mtime_ns == mtime  # cached
+
+
+HOT_AND_COLD_CMAKE = """cmake_minimum_required(VERSION 3.14)
+project("llama.cpp" C)
+file(WRITE ${CMAKE_BINARY_DIR}/x.c "int x(void){return 1;}\\n")
+add_library(ggml-cpu STATIC ${CMAKE_BINARY_DIR}/x.c)
+add_library(llama STATIC ${CMAKE_BINARY_DIR}/x.c)
+add_library(llama-common STATIC ${CMAKE_BINARY_DIR}/x.c)
+add_subdirectory(server)
+"""
+
+
+@pytest.mark.skipif(any(shutil.which(tool) is None for tool in ("cmake", "cc")), reason="needs cmake and a C compiler")
+def test_only_code_off_the_hot_path_compiles_at_o1(tmp_path: Path) -> None:
+    """The include lowers the optimisation of the listed targets, wherever they are defined, and of
+    no other: ggml's kernels and the llama library keep the build type's -O3."""
+    import subprocess
+
+    src = tmp_path / "src"
+    (src / "server").mkdir(parents=True)
+    (src / "CMakeLists.txt").write_text(HOT_AND_COLD_CMAKE)
+    (src / "server" / "CMakeLists.txt").write_text("add_library(server-context STATIC ${CMAKE_BINARY_DIR}/x.c)\n")
+    include = tmp_path / "include.cmake"
+    include.write_text(PROJECT_INCLUDE)
+    build = tmp_path / "build"
+    configure = ["cmake", "-S", str(src), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release"]
+    subprocess.run(
+        [*configure, "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON", f"-DCMAKE_PROJECT_INCLUDE={include}"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    commands = {
+        re.search(r"CMakeFiles/([^/ ]+)\.dir/", entry["command"]).group(1): entry["command"]  # type: ignore[union-attr]
+        for entry in json.loads((build / "compile_commands.json").read_text())
+    }
+    assert set(commands) == {"ggml-cpu", "llama", "llama-common", "server-context"}
+    last_level = {target: re.findall(r" -O\d", command)[-1].strip() for target, command in commands.items()}
+    assert last_level == {"ggml-cpu": "-O3", "llama": "-O3", "llama-common": "-O1", "server-context": "-O1"}
+    assert {"llama-common", "server-context"} <= set(OFF_HOT_PATH_TARGETS)

