@@ -96,7 +96,7 @@ if [[ ${GRAPHMEM_LOCAL_LLM_SERVER:-auto} != llama-cpp-python ]]; then
       >"$builds/background-build.log" 2>&1 </dev/null &
     echo $! >"$builds/background-build.pid"
   else
-    log "graphmem llm build (llama-server; a new machine compiles it once: ~13 CPU-minutes, ~7 min on 2 idle cores)"
+    log "graphmem llm build (llama-server; a new machine compiles it once: ~7 CPU-minutes, ~4 min on 2 idle cores)"
     .venv/bin/graphmem llm build \
       || log "llama-server did not build (see the message above); graphmem will use llama-cpp-python's server"
   fi

@@ -17,7 +17,7 @@ from graphmem.interfaces.cli.waiting import Waiting
 app = typer.Typer()
 
 # What a newcomer waits for, measured on a quiet 2-core machine (issue 29; README "Quickstart").
-BUILD_HINT = "once: compiles llama.cpp, about 7 min on 2 idle cores"
+BUILD_HINT = "once: compiles llama.cpp, about 4 min on 2 idle cores"
 FETCH_HINT = "once: fetches the jars with Maven"
 
 
