@@ -8,7 +8,8 @@ Write side (after an add, ``record``):
    nearest by cosine and the best full-text matches of the note's words, keywords and tags (words
    common in the scope, such as the speaker's name, left out), fused by score; a note by another
    speaker only when one of the two notes names the other's speaker; a note already superseded
-   before the new note's time is left to the note that superseded it.
+   before the new note's time is left to the note that superseded it, unless the new note names a
+   kind of fact the old note names and none of its successors does (``judged_again``).
 2. **The model** answers one yes/no question per candidate (``supersede_messages``): do the two
    notes state different values of the same fact about the same person? Its P(yes) is read from
    the first token, as for the pairwise link decision.
@@ -104,7 +105,8 @@ _FACT_KINDS = {
     kind: re.compile(rf"\b(?:{words})\b", re.IGNORECASE)
     for kind, words in {
         "home": r"live[sd]?|living|flat(?:mate)?s?|apartment|house|home|city|moved?|moving",
-        "work": r"work(?:s|ing|ed)?|job|employer|company|office|colleagues?",
+        "work": r"work(?:s|ing|ed)?|job|employer|company|office|colleagues?|career|hired|promoted|"
+        r"developer|engineer|designer|nurse|doctor|teacher|lawyer|accountant",
         "manager": r"manager|boss",
         "instrument": r"instruments?|violin|cello|piano|guitar|drums|flute",
         "sport": r"sports?|climbing|swimming|running|football|tennis|yoga|gym",
@@ -201,6 +203,17 @@ def superseded_before(row: TimelineRow | None, when: datetime) -> bool:
     return row is not None and row.valid_to is not None and as_utc(row.valid_to) <= when
 
 
+def judged_again(note: Note, old: Note, row: TimelineRow) -> bool:
+    """An already superseded note is judged again by a new note naming a kind of fact that it names and
+    none of its successors does: "junior developer at Brightwave and my manager there is Priya",
+    superseded by the manager's change, still has its job to lose ("I left Brightwave and started at
+    Nordlight"). A chain of one fact (Lyon, Paris, Berlin) is never judged twice."""
+    kinds = fact_kinds(note.content) & fact_kinds(old.content)
+    for successor in row.newer:
+        kinds -= fact_kinds(successor.content)
+    return bool(kinds)
+
+
 def reason_of(earlier: Note, later: Note) -> str:
     day = time_of(later).strftime("%Y-%m-%d")
     return f"newer statement of {day} replaces the one of {time_of(earlier).strftime('%Y-%m-%d')}"
@@ -255,7 +268,11 @@ async def record(
         found = await candidates(store, built, settings, skip)
         rows = {r.note_id: r for r in await store.timeline([n.id for n in found], note.scope)}
         when = time_of(note)
-        judged = [n for n in found if not superseded_before(rows.get(n.id), when)][: settings.supersession_candidates]
+        judged = [
+            n
+            for n in found
+            if (row := rows.get(n.id)) is None or not superseded_before(row, when) or judged_again(note, n, row)
+        ][: settings.supersession_candidates]
         probs = await asyncio.gather(*(_judge(llm, note, n, usage) for n in judged))
     except LLMError as exc:
         log.warning("supersession check failed, nothing superseded: %s", exc)

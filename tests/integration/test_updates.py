@@ -236,6 +236,38 @@ async def test_a_note_is_not_judged_against_one_that_names_another_kind_of_fact(
     assert [s.older_id for s in new_boss.superseded] == [manager.note.id]
 
 
+async def test_a_two_fact_note_superseded_for_one_fact_is_judged_again_for_the_other(
+    make_service: Any, scope: Scope
+) -> None:
+    """A job and a manager in one note: the manager's change supersedes it first; the job's change
+    later is still asked about it (and supersedes it too), while a home's chain is never judged twice."""
+
+    def asked_about(model: Any, text: str) -> list[str]:
+        return [
+            str(m[-1].content)
+            for m in model.calls
+            if str(m[0].content) == SUPERSEDE_SYSTEM and text in str(m[-1].content)
+        ]
+
+    svc, model = await _service(make_service, updates_responder(lambda a, b: 0.9))
+    both = await svc.add(
+        "Omar: I'm a junior developer at Brightwave and my manager there is Priya.", scope, event_time="2022-05-03"
+    )
+    boss = await svc.add("Omar: Priya left Brightwave; my new manager is Daniel.", scope, event_time="2023-02-20")
+    assert [s.older_id for s in boss.superseded] == [both.note.id]
+    job = await svc.add(
+        "Omar: I left Brightwave and started as a senior developer at Nordlight.", scope, event_time="2023-11-08"
+    )
+    assert both.note.id in {s.older_id for s in job.superseded}
+    assert boss.note.id not in {s.older_id for s in job.superseded}  # a job is not a manager
+    (row,) = await svc.store.timeline([both.note.id], scope)
+    assert row.valid_to == datetime(2023, 2, 20, tzinfo=UTC)  # the earliest change ends it
+    await svc.add("Omar: I live in Lyon.", scope, event_time="2024-01-01")
+    await svc.add("Omar: I moved to Paris.", scope, event_time="2024-06-01")
+    await svc.add("Omar: I moved to Berlin.", scope, event_time="2025-06-01")
+    assert len([q for q in asked_about(model, "Lyon") if "Berlin" in q]) == 0  # Paris speaks for Lyon
+
+
 async def test_a_note_minutes_after_another_in_the_same_sitting_is_not_judged_against_it(
     make_service: Any, scope: Scope
 ) -> None:

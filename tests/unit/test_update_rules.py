@@ -222,7 +222,7 @@ def test_notes_naming_only_different_kinds_of_fact_are_not_judged_against_each_o
     # the pair the 1.5B judged 0.76 on the gold (5 December 2026): a flat is not a manager
     flat = note("Omar: Sam moved out of our flat in January, so I live alone now.")
     manager = note("Omar: I'm a junior developer at Brightwave and my manager there is Priya.")
-    assert fact_kinds(flat.content) == {"home"} and fact_kinds(manager.content) == {"manager"}
+    assert fact_kinds(flat.content) == {"home"} and fact_kinds(manager.content) == {"manager", "work"}
     assert not may_state_the_same_fact(flat, manager)
     # a note naming no kind may be about anything
     assert may_state_the_same_fact(note("Omar: I finally switched this spring."), manager)
@@ -248,3 +248,26 @@ def test_notes_minutes_apart_in_one_sitting_are_never_judged_against_each_other(
         turn = {t["n"]: note(f"{t['speaker']}: {t['text']}", t["time"]) for t in conv["turns"]}
         for newer, older in conv["supersedes"] + conv.get("conflicts", []):
             assert not within_a_sitting(turn[newer], turn[older]), (newer, older)
+
+
+def test_a_superseded_note_is_judged_again_only_for_a_fact_its_successors_do_not_state() -> None:
+    from datetime import datetime
+
+    from graphmem.models.timeline import TimelineEntry, TimelineRow
+    from graphmem.service.updates import judged_again
+
+    sc = Scope(user_id="u")
+    both = Note(content="Omar: I'm a junior developer at Brightwave and my manager there is Priya.", scope=sc)
+    boss = "Omar: Priya left Brightwave; my new manager is Daniel."
+    row = TimelineRow(note_id=both.id, since=datetime(2022, 5, 3), newer=[TimelineEntry(note_id="b", content=boss)])
+    job = Note(content="Omar: I left Brightwave and started as a senior developer at Nordlight.", scope=sc)
+    assert judged_again(job, both, row)  # the job: stated by the old note, by no successor
+    assert not judged_again(Note(content="Omar: My manager is now Ana.", scope=sc), both, row)  # Daniel speaks
+    lyon = Note(content="Omar: I live in Lyon.", scope=sc)
+    paris = TimelineRow(
+        note_id=lyon.id,
+        since=datetime(2021, 1, 1),
+        newer=[TimelineEntry(note_id="p", content="Omar: I moved to Paris.")],
+    )
+    assert not judged_again(Note(content="Omar: I moved to Berlin.", scope=sc), lyon, paris)
+    assert not judged_again(Note(content="Omar: I finally switched this spring.", scope=sc), lyon, paris)  # no kind
