@@ -9,7 +9,7 @@ build crashed on its first completion on a VM whose CPU reports AMX. The code of
 path compiles at -O1 (``OFF_HOT_PATH_TARGETS``), a quarter less compile time.
 
 Binaries live in ``<home>/llama.cpp/<key>/bin/``; the key hashes the source version, the CMake
-flags, the targets and the -O1 include, so changing either builds anew and nothing else does. ``build.json`` next
+flags, the targets and the -O1 include, so changing any of them builds anew and nothing else does. ``build.json`` next
 to them records what was built and how long it took; ``failed.json`` records a failed build so
 that ``graphmem llm start`` falls back at once instead of compiling again on every start
 (``graphmem llm build`` always tries again).
@@ -98,7 +98,7 @@ def cmake_flags(machine: str | None = None) -> list[str]:
 
 
 def build_key(flags: list[str], *, version: str = LLAMA_CPP_PYTHON_VERSION, targets: tuple[str, ...] = TARGETS) -> str:
-    """Cache key: changes exactly when the source version, the flags or the targets change."""
+    """Cache key: changes exactly when the source version, the flags, the targets or the -O1 include change."""
     blob = json.dumps(
         {"format": _FORMAT, "version": version, "flags": flags, "targets": list(targets), "include": PROJECT_INCLUDE}
     )
@@ -262,8 +262,10 @@ class LlamaBuild:
             progress("configuring (cmake)")
             include = work / "graphmem-off-hot-path.cmake"
             include.write_text(PROJECT_INCLUDE)
-            configure = ["cmake", "-S", str(source), "-B", str(build_dir), *self.flags]
-            self._run([*configure, f"-DCMAKE_PROJECT_INCLUDE={include}"], progress)
+            self._run(
+                ["cmake", "-S", str(source), "-B", str(build_dir), *self.flags, f"-DCMAKE_PROJECT_INCLUDE={include}"],
+                progress,
+            )
             progress(f"compiling {', '.join(TARGETS)} with {self.jobs} jobs")
             self._run(
                 ["cmake", "--build", str(build_dir), "--target", *TARGETS, "--parallel", str(self.jobs)],

@@ -205,6 +205,10 @@ class LocalLLM:
                 note=choice.note,
             )
 
+    def model_ready(self) -> bool:
+        """The assembled GGUF is present and verified (a file check: no server is probed)."""
+        return sidecar_ok(self.model_path, self.spec.sha256)
+
     def status(self) -> LLMStatus:
         record = self._our_record()
         kind = self._probe()
@@ -225,7 +229,7 @@ class LocalLLM:
             model=model,
             expected_model=self.model_name,
             model_path=str(self.model_path),
-            model_ready=sidecar_ok(self.model_path, self.spec.sha256),
+            model_ready=self.model_ready(),
             log_file=str(self.log_file),
             server=kind if kind in ("llama-server", "llama-cpp-python") else None,
         )

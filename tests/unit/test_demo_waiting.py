@@ -84,6 +84,9 @@ def test_the_demo_says_what_it_waits_for_on_a_first_run(monkeypatch: pytest.Monk
         def status(self) -> _Status:
             return _Status()
 
+        def model_ready(self) -> bool:
+            return _Status().model_ready
+
         def ensure_model(self) -> Path:
             on_screen["assemble"] = out.getvalue()
             time.sleep(0.05)

