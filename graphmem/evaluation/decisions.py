@@ -235,6 +235,24 @@ def keeps_subject(text: str, keep: Sequence[str]) -> bool:
     return False
 
 
+# P(yes) thresholds the sweep reports: a run at a low GRAPHMEM_LINK_THRESHOLD scores every higher one too,
+# since a pairwise link's strength is its P(yes) and no later decision depends on which links were kept
+SWEEP = (0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5)
+
+
+def _by_threshold(links: Sequence[dict[str, Any]], related: set[Pair]) -> dict[str, dict[str, int]]:
+    """Per threshold: links kept (strength >= it), wrong among them, and gold related pairs they join."""
+    out: dict[str, dict[str, int]] = {}
+    for t in SWEEP:
+        kept = [lk for lk in links if lk["strength"] >= t]
+        out[f"{t:.2f}"] = {
+            "links": len(kept),
+            "wrong": sum(1 for lk in kept if lk["verdict"] == "wrong"),
+            "related_found": len(related & {(lk["from"], lk["to"]) for lk in kept}),
+        }
+    return out
+
+
 def score_conversation(gold: GoldConversation, run: ConversationRun, embed: Embed) -> dict[str, Any]:
     """Every metric of one conversation run; ``embed`` embeds texts (for drift)."""
     turn_of = run.turn_of()
@@ -262,6 +280,7 @@ def score_conversation(gold: GoldConversation, run: ConversationRun, embed: Embe
                     "from": t.n,
                     "to": other,
                     "type": lk.type.value,
+                    "strength": lk.strength,
                     "reason": lk.reason,
                     "verdict": verdict,
                     "copied_reason": copies(lk.reason, [s for s in sources if s]),
@@ -357,6 +376,7 @@ def score_conversation(gold: GoldConversation, run: ConversationRun, embed: Embe
             "copied_reasons": sum(1 for lk in links if lk["copied_reason"]),
             "copied_reason_share": _ratio(sum(1 for lk in links if lk["copied_reason"]), len(links)),
             "reasons_naming_both_share": _ratio(sum(1 for lk in links if lk["reason_names_both"]), len(links)),
+            "by_threshold": _by_threshold(links, gold.related),
         },
         "evolution": {
             "evolutions": len(evolutions),
@@ -408,6 +428,12 @@ def overall(scores: Sequence[dict[str, Any]]) -> dict[str, Any]:
         total = sum(w for _, w in vals)
         return sum(v * w for v, w in vals) / total if total else None
 
+    sweep = {}
+    for t in scores[0]["links"]["by_threshold"] if scores else ():
+        kept = sum(s["links"]["by_threshold"][t]["links"] for s in scores)
+        bad = sum(s["links"]["by_threshold"][t]["wrong"] for s in scores)
+        hit = sum(s["links"]["by_threshold"][t]["related_found"] for s in scores)
+        sweep[t] = {"links": kept, "link_precision": _ratio(kept - bad, kept), "related_recall": _ratio(hit, related)}
     return {
         "conversations": len(scores),
         "turns": turns,
@@ -439,6 +465,7 @@ def overall(scores: Sequence[dict[str, Any]]) -> dict[str, Any]:
             [s["cost"]["seconds_per_note_median"] for s in scores if s["cost"]["seconds_per_note_median"] is not None]
         ),
         "rejected": sum(len(s["rejected"]) for s in scores),
+        "by_threshold": sweep,
     }
 
 
@@ -533,6 +560,21 @@ async def run_decisions_eval(svc: Any, cfg: DecisionsConfig, *, progress: Progre
     }
 
 
+def _sweep_lines(c: dict[str, Any], o: dict[str, Any]) -> list[str]:
+    """The pairwise decision at each P(yes) threshold from this run's threshold up (a link's strength is
+    its P(yes)), so one run at a low threshold calibrates the setting."""
+    if c.get("link_decision") != "pairwise" or not o.get("by_threshold"):
+        return []
+    rows = [(t, r) for t, r in o["by_threshold"].items() if float(t) >= c["link_threshold"] - 1e-9]
+    lines = ["| P(yes) threshold | links | precision | recall |", "|---|---|---|---|"]
+    for t, r in rows:
+        p, rc = r["link_precision"], r["related_recall"]
+        lines.append(
+            f"| {t} | {r['links']} | {'-' if p is None else f'{p:.2f}'} | {'-' if rc is None else f'{rc:.2f}'} |"
+        )
+    return [*lines, ""] if rows else []
+
+
 def decisions_markdown(result: dict[str, Any]) -> str:
     c, o = result["config"], result["overall"]
 
@@ -577,6 +619,7 @@ def decisions_markdown(result: dict[str, Any]) -> str:
         "",
         f"Link types: {', '.join(f'{k} {v}' for k, v in sorted(o['types'].items())) or 'none'}.",
         "",
+        *_sweep_lines(c, o),
         "| conversation | turns | links | precision | recall | shown | false / true CONTRADICTS | drift | tokens/note | s/note |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]

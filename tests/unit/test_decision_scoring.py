@@ -77,8 +77,10 @@ def note(n: int, context: str = "", keywords: Sequence[str] = ()) -> Note:
     )
 
 
-def link(src: int, dst: int, type_: LinkType = LinkType.RELATED_TO, reason: str = "same dog") -> Link:
-    return Link(source_id=f"n{src}", target_id=f"n{dst}", type=type_, reason=reason)
+def link(
+    src: int, dst: int, type_: LinkType = LinkType.RELATED_TO, reason: str = "same dog", strength: float = 0.5
+) -> Link:
+    return Link(source_id=f"n{src}", target_id=f"n{dst}", type=type_, reason=reason, strength=strength)
 
 
 def turn(
@@ -197,6 +199,26 @@ def test_overall_pools_conversations() -> None:
     assert o["llm_links"] == 2 and o["link_precision"] == 1.0
     assert o["related_recall"] == pytest.approx(2 / 6)
     assert o["false_contradicts_max_per_conversation"] == 0
+
+
+def test_one_low_threshold_run_scores_every_higher_threshold() -> None:
+    gold = GoldConversation.model_validate(GOLD)
+    run = ConversationRun(
+        conversation="tiny",
+        turns=[
+            turn(1),
+            turn(2, [link(2, 1, strength=0.12)], candidates=[1]),  # wrong, kept only below 0.15
+            turn(3, [link(3, 1, strength=0.42)], candidates=[1, 2]),  # related
+            turn(4, [link(4, 2, strength=0.27)], candidates=[2]),  # related
+        ],
+    )
+    o = overall([score_conversation(gold, run, fake_embed)])
+    sweep = o["by_threshold"]
+    assert (sweep["0.10"]["links"], sweep["0.10"]["link_precision"]) == (3, pytest.approx(2 / 3))
+    assert (sweep["0.15"]["links"], sweep["0.15"]["link_precision"]) == (2, 1.0)
+    assert sweep["0.25"]["related_recall"] == pytest.approx(2 / 3)  # (5,1) is gold too and never linked
+    assert sweep["0.30"]["related_recall"] == pytest.approx(1 / 3)
+    assert sweep["0.50"] == {"links": 0, "link_precision": None, "related_recall": 0.0}
 
 
 def test_gold_files_are_checked(tmp_path: Path) -> None:
