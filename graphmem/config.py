@@ -98,7 +98,7 @@ class Settings(BaseSettings):
     # per nearest candidate; "auto" is pairwise for the local model and joint for other endpoints.
     link_decision: Literal["auto", "joint", "pairwise"] = "auto"
     link_candidates: int = Field(2, ge=1, le=50, description="pairwise: nearest neighbours judged")
-    link_threshold: float = Field(0.25, ge=0.0, le=1.0, description="pairwise: P(yes) needed for a link")
+    link_threshold: float = Field(0.26, ge=0.0, le=1.0, description="pairwise: P(yes) needed for a link")
     link_word_candidates: int = Field(
         1,
         ge=0,

@@ -237,7 +237,7 @@ def keeps_subject(text: str, keep: Sequence[str]) -> bool:
 
 # P(yes) thresholds the sweep reports: a run at a low GRAPHMEM_LINK_THRESHOLD scores every higher one too,
 # since a pairwise link's strength is its P(yes) and no later decision depends on which links were kept
-SWEEP = (0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5)
+SWEEP = (0.1, 0.15, 0.2, 0.22, 0.24, 0.25, 0.26, 0.28, 0.3, 0.35, 0.4, 0.5)
 
 
 def _by_threshold(links: Sequence[dict[str, Any]], related: set[Pair]) -> dict[str, dict[str, int]]:

@@ -38,7 +38,7 @@ def test_decision_defaults_follow_the_provider(monkeypatch: pytest.MonkeyPatch) 
     """The local model: pairwise links, no evolution (what measured best); other endpoints: A-MEM's
     joint decision with evolution; an explicit setting wins either way."""
     local = load_settings()
-    assert (local.resolved_link_decision, local.evolution_enabled, local.link_threshold) == ("pairwise", False, 0.25)
+    assert (local.resolved_link_decision, local.evolution_enabled, local.link_threshold) == ("pairwise", False, 0.26)
     monkeypatch.setenv("GRAPHMEM_LLM_BASE_URL", "http://127.0.0.1:9/v1")
     hosted = load_settings()
     assert (hosted.resolved_link_decision, hosted.evolution_enabled) == ("joint", True)
