@@ -14,6 +14,7 @@ from graphmem.evaluation.decisions import (
     ConversationRun,
     GoldConversation,
     TurnRun,
+    _sweep_lines,
     keeps_subject,
     load_gold,
     overall,
@@ -219,6 +220,11 @@ def test_one_low_threshold_run_scores_every_higher_threshold() -> None:
     assert sweep["0.25"]["related_recall"] == pytest.approx(2 / 3)  # (5,1) is gold too and never linked
     assert sweep["0.30"]["related_recall"] == pytest.approx(1 / 3)
     assert sweep["0.50"] == {"links": 0, "link_precision": None, "related_recall": 0.0}
+    # the report shows the thresholds the run can score: its own and above
+    config = {"link_decision": "pairwise", "link_threshold": 0.26}
+    rows = [line for line in _sweep_lines(config, o) if line.startswith("| 0.")]
+    assert rows[0].startswith("| 0.26 | 2 | 1.00 | 0.67 |") and not any(r.startswith("| 0.25") for r in rows)
+    assert _sweep_lines({"link_decision": "joint", "link_threshold": 0.26}, o) == []
 
 
 def test_gold_files_are_checked(tmp_path: Path) -> None:
