@@ -31,17 +31,22 @@ from graphmem.service.grounding import said, speaker_of
 from graphmem.service.retrieve import COMMON_SHARE
 from graphmem.service.wording import content_words, stem
 
+# (nearest, word, nearest from another session): the last is the "previous mention of the same
+# subject in another session" the write-path issue suggests; LoCoMo source ids start with the session
 POLICIES = {
-    "2 nearest + 1 word (default)": (2, 1),
-    "3 nearest": (3, 0),
-    "1 nearest + 2 word": (1, 2),
-    "2 nearest + 2 word": (2, 2),
+    "2 nearest + 1 word (default)": (2, 1, 0),
+    "3 nearest": (3, 0, 0),
+    "1 nearest + 2 word": (1, 2, 0),
+    "2 nearest + 2 word": (2, 2, 0),
+    "2 nearest + 1 other session": (2, 0, 1),
+    "1 nearest + 1 word + 1 other session": (1, 1, 1),
 }
 
 
-def policy_edges(recs: list[dict[str, Any]], k: int, w: int) -> tuple[set[Any], set[Any]]:
+def policy_edges(recs: list[dict[str, Any]], k: int, w: int, x: int = 0) -> tuple[set[Any], set[Any]]:
     """(candidate edges, nearest-neighbour edges with the same count per note), earlier notes only."""
     ids = [r["id"] for r in recs]
+    session = [str(r["source_id"]).split(":")[0] for r in recs]
     mat = np.asarray([r["embedding"] for r in recs], dtype=np.float64)
     mat /= np.linalg.norm(mat, axis=1, keepdims=True)
     speakers = {stem(s) for r in recs if (s := speaker_of(r["content"]))}
@@ -58,6 +63,7 @@ def policy_edges(recs: list[dict[str, Any]], k: int, w: int) -> tuple[set[Any], 
             key=lambda s: (-s[0], -s[1]),
         )
         chosen = nearest + [j for _, j in scored[:w]]
+        chosen += [j for j in order if session[j] != session[i] and j not in chosen][:x]
         cand |= {edge(ids[i], ids[j]) for j in chosen}
         near |= {edge(ids[i], ids[j]) for j in order[: len(chosen)]}
     return cand, near
@@ -78,8 +84,8 @@ async def main(args: argparse.Namespace) -> None:
                 f"{sum(p in stored for p in pairs)}"
             )
             totals["pairs"] += len(pairs)
-            for name, (k, w) in POLICIES.items():
-                cand, near = policy_edges(recs, k, w)
+            for name, (k, w, x) in POLICIES.items():
+                cand, near = policy_edges(recs, k, w, x)
                 c, n = sum(p in cand for p in pairs), sum(p in near for p in pairs)
                 totals[name + " c"] += c
                 totals[name + " n"] += n
