@@ -34,6 +34,7 @@ aio = pytest.mark.asyncio(loop_scope="session")
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 LOCOMO = FIXTURES / "locomo_tiny.json"
 LME = FIXTURES / "longmemeval_tiny.json"
+BEAM = FIXTURES / "beam_tiny" / "1"
 
 
 def _tag() -> str:
@@ -299,6 +300,40 @@ async def test_memory_answers_wait_while_the_ingest_is_incomplete(
     answers = [json.loads(line) for line in (tmp_path / "answers.jsonl").read_text().splitlines()]
     assert {a["system"] for a in answers} == {"full-context"}
     assert "not answered by the memory in this run" in write_outputs(result, tmp_path)["markdown"].read_text()
+
+
+def test_cli_beam(settings: Settings, embedder: Embeddings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import graphmem.local
+    from graphmem.interfaces.cli import app
+    from graphmem.interfaces.cli import evaluate as cli
+
+    main = ScriptedChatModel(amem_responder(answer="About 250ms"))
+    monkeypatch.setattr(graphmem.local, "chat_model", lambda s: main)
+    monkeypatch.setattr(cli, "_settings", lambda **kw: settings)
+    raw = _tag()
+    out = tmp_path / "beam"
+    args = ["eval", "beam", "--data", str(BEAM), "--roles", "user", "--out", str(out), "--raw-tag", raw]
+    try:
+        res = CliRunner().invoke(app, [*args, "--baseline", "rag", "--baseline-only"])
+        assert res.exit_code == 0, res.output
+        data = json.loads((out / "qa.json").read_text())
+        assert data["questions"] == 4 and data["config"]["scope_prefix"] == "beam"
+        assert data["ingest_raw"]["beam-1"]["scope"].startswith(f"beam-{raw}-beam-1")
+        assert data["systems"]["rag"]["by_category"]["3"]["f1"] == pytest.approx(1.0)  # the newer value
+        prompts = [str(m[-1].content) for m in main.calls if step_of(m) == "answer"]
+        assert any("250ms" in p for p in prompts) and not any("->->" in p for p in prompts)
+        md = (out / "qa.md").read_text()
+        assert "knowledge-update" in md and "contradiction-resolution" in md
+        bad = CliRunner().invoke(app, ["eval", "beam", "--data", str(tmp_path / "none"), "--out", str(out)])
+        assert bad.exit_code != 0 and "no such folder" in str(bad.exception)  # main() prints it as "Error: ..."
+    finally:
+
+        async def drop() -> None:
+            async with await AsyncMemoryService.create(settings, embedder=embedder) as svc:
+                for sc in _scopes("beam", [raw], ["beam-1"]):
+                    await BenchQueries(svc.store).delete_scope(sc)
+
+        asyncio.run(drop())
 
 
 def test_cli_longmemeval(

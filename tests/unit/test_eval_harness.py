@@ -38,6 +38,7 @@ from graphmem.tokens import count_tokens
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 LOCOMO = FIXTURES / "locomo_tiny.json"
 LME = FIXTURES / "longmemeval_tiny.json"
+BEAM = FIXTURES / "beam_tiny" / "1"
 
 
 # --- the sample ---------------------------------------------------------------------------------
@@ -372,6 +373,56 @@ def test_longmemeval_dates_turn_cuts_and_bad_files(tmp_path: Path) -> None:
         load_longmemeval(bad)
     with pytest.raises(InvalidInputError, match="no such file"):
         load_longmemeval(tmp_path / "missing.json")
+
+
+# --- BEAM ----------------------------------------------------------------------------------------
+
+
+def test_beam_chat_becomes_dated_sessions_with_its_scorable_questions() -> None:
+    from graphmem.evaluation.beam import load_beam
+    from graphmem.service.text import parse_event_time
+
+    (conv,) = load_beam(BEAM)
+    assert conv.sample_id == "beam-1"
+    assert [s.date_time for s in conv.sessions] == ["2024-03-15", "2024-04-05"]
+    parsed, _ = parse_event_time(conv.sessions[1].date_time)
+    assert parsed is not None and (parsed.month, parsed.day) == (4, 5)
+    first = conv.turns()[0][1]
+    assert first.dia_id == "D1:1" and first.content.endswith("about 400ms.")  # the ->-> marker is gone
+    assert [t.dia_id for _, t in conv.turns()] == ["D1:1", "D1:2", "D1:3", "D1:4", "D2:1", "D2:2", "D2:3", "D2:4"]
+    by_category = {q.category: q for q in conv.qa}
+    assert set(by_category) == {1, 3, 4, 5}  # event ordering is not scorable here
+    assert conv.extra["skipped_types"] == {"event_ordering": 1}
+    update = by_category[3]
+    assert (update.answer, update.evidence) == ("About 250ms", ("D1:1", "D2:1"))
+    clash = by_category[1]
+    assert clash.answer.startswith("You said you have never") and clash.evidence == ("D1:3", "D2:3")
+    assert by_category[5].answer.startswith("Based on the provided chat") and by_category[5].evidence == ()
+
+
+def test_beam_user_messages_only_and_bad_input(tmp_path: Path) -> None:
+    from graphmem.evaluation.beam import load_beam, load_beam_chat
+
+    (conv,) = load_beam(BEAM.parent, roles=("user",))  # the folder of chats
+    assert [t.dia_id for _, t in conv.turns()] == ["D1:1", "D1:2", "D2:1", "D2:2"]
+    assert all(t.speaker == "user" for _, t in conv.turns())
+    assert {q.category: q.evidence for q in conv.qa}[1] == ("D1:2", "D2:2")  # ids mapped to the stored turns
+    assert load_beam_chat(BEAM / "chat.json").sample_id == "beam-1"
+    with pytest.raises(InvalidInputError, match="roles must be among"):
+        load_beam(BEAM, roles=("system",))
+    with pytest.raises(InvalidInputError, match="no BEAM chat folders"):
+        load_beam(tmp_path)
+    with pytest.raises(InvalidInputError, match="no such folder"):
+        load_beam(tmp_path / "missing")
+    broken = tmp_path / "7"
+    (broken / "probing_questions").mkdir(parents=True)
+    (broken / "chat.json").write_text('[{"batch_number": 1}]')
+    (broken / "probing_questions" / "probing_questions.json").write_text("{}")
+    with pytest.raises(InvalidInputError, match="lacks batch_number or turns"):
+        load_beam(broken)
+    (broken / "chat.json").write_text("not json")
+    with pytest.raises(InvalidInputError, match="not JSON"):
+        load_beam(broken)
 
 
 # --- the full-context server ------------------------------------------------------------------------

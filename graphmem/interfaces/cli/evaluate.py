@@ -435,6 +435,68 @@ def longmemeval_cmd(
     _run_qa(cfg, convs, _settings(), out, fc_port=fc_port, fc_ctx=fc_ctx, fc_shared=fc_shared, as_json=as_json)
 
 
+@app.command("beam")
+def beam_cmd(
+    data: Annotated[
+        Path,
+        typer.Option("--data", help="a BEAM chat folder (chats/100K/1) or a folder of them (chats/100K); never copied"),
+    ],
+    out: Annotated[Path, typer.Option("--out", help="output folder (answers.jsonl, qa.json, qa.md, plot)")] = Path(
+        "eval-out/beam"
+    ),
+    roles: Annotated[
+        str, typer.Option("--roles", help="messages stored as notes: user, assistant or both, comma-separated")
+    ] = "user,assistant",
+    baseline: BaselineOpt = "none",
+    baseline_only: BaselineOnlyOpt = False,
+    sample: SampleOpt = None,
+    budgets: BudgetsOpt = None,
+    mode: Annotated[SearchMode | None, typer.Option("--mode", help="search mode (default: setting)")] = None,
+    k: Annotated[int | None, typer.Option("-k", help="notes retrieved per question (default: setting)")] = None,
+    token_budget: Annotated[int | None, typer.Option("--token-budget", help="context token budget of ask")] = None,
+    judge: Annotated[bool, typer.Option("--judge", help="also grade answers with the LLM judge")] = False,
+    tag: Annotated[str | None, typer.Option("--tag", help="scope tag (default: derived from the settings)")] = None,
+    raw_tag: RawTagOpt = None,
+    rag_k: RagKOpt = 50,
+    ingest_only: Annotated[bool, typer.Option("--ingest-only", help="store the chats, answer nothing")] = False,
+    answers: AnswersOpt = None,
+    concurrency: ConcurrencyOpt = None,
+    fc_port: FcPortOpt = None,
+    fc_ctx: FcCtxOpt = FULL_CONTEXT_CTX,
+    fc_shared: FcSharedOpt = False,
+    seed: Annotated[int, typer.Option("--seed", help="seed of the sample and the bootstrap")] = 0,
+    as_json: JsonOpt = False,
+) -> None:
+    """QA on BEAM chats: each chat's batches as dated sessions in its own scope; its knowledge-update,
+    contradiction, temporal, extraction and abstention questions (category names in the report).
+    Same systems, metrics and resumability as `eval locomo`."""
+    from graphmem.evaluation.beam import CATEGORY_NAMES, load_beam
+    from graphmem.evaluation.qa import QAConfig, parse_baselines, parse_budgets, systems_for
+
+    systems = systems_for(parse_baselines(baseline), parse_budgets(budgets), baseline_only=baseline_only)
+    convs = load_beam(data, roles=tuple(r.strip() for r in roles.split(",") if r.strip()))
+    cfg = QAConfig(
+        tag=tag,
+        mode=mode,
+        k=k,
+        token_budget=token_budget,
+        systems=systems,
+        cat5_prompt="open",  # an abstention answer is an explanation, not a distractor to offer
+        judge=judge,
+        seed=seed,
+        ingest_only=ingest_only,
+        concurrency=concurrency,
+        sample=sample,
+        scope_prefix="beam",
+        reference=False,
+        category_names=dict(CATEGORY_NAMES),
+        answers=answers,
+        raw_tag=raw_tag,
+        rag_k=rag_k,
+    )
+    _run_qa(cfg, convs, _settings(), out, fc_port=fc_port, fc_ctx=fc_ctx, fc_shared=fc_shared, as_json=as_json)
+
+
 @app.command("retrieval")
 def retrieval_cmd(
     data: DataOpt,
