@@ -70,11 +70,9 @@ def _read_json(path: Path) -> Any:
 
 def _ids(value: Any) -> list[int]:
     """Message ids from ``source_chat_ids``: a list, or a dict of lists (updates, contradictions)."""
-    items = (
-        [x for v in value.values() for x in (v if isinstance(v, list) else [v])] if isinstance(value, dict) else value
-    )
+    groups = value.values() if isinstance(value, dict) else [value]
     out = []
-    for x in items if isinstance(items, list) else [items]:
+    for x in (x for g in groups for x in (g if isinstance(g, list) else [g])):
         try:
             out.append(int(x))
         except (TypeError, ValueError):
