@@ -32,7 +32,7 @@ import json
 import random
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from importlib import resources
@@ -46,6 +46,8 @@ from graphmem.errors import GraphmemError, InvalidInputError
 from graphmem.evaluation import metrics
 from graphmem.evaluation.compare import compare_systems, stratified_sample
 from graphmem.evaluation.full_context import FullContext, fit_conversation
+from graphmem.evaluation.links import ARMS as LINKS_ARMS
+from graphmem.evaluation.links import arm_tag
 from graphmem.evaluation.locomo import CATEGORY_NAMES, QA, Conversation, turn_inputs
 from graphmem.models import LIMITS, IngestItem, IngestReport, IngestStatus, Note, Scope, Usage
 from graphmem.service import AsyncMemoryService, Context, build_context
@@ -58,7 +60,11 @@ MEMORY = "memory"
 # what enrichment writes help the answer, or only take the budget?); the one the setting picks shares
 # the memory's answers.
 CONTEXT_ARMS = {"memory-with-context": True, "memory-no-context": False}
-BASELINES: tuple[str, ...] = ("full-context", "rag", "memory-no-llm", *CONTEXT_ARMS)
+# The write-path ablation as QA (issue 26, deliverable 5): the memory's notes with one LLM step taken
+# out post hoc, answered from the arm scopes `eval links` derives from the same ingest (system -> arm).
+ABLATION_ARMS = {f"{MEMORY}-{arm}": arm for arm in LINKS_ARMS if arm not in ("full", "with-context")}
+MEMORY_ARM = "memory-arm"
+BASELINES: tuple[str, ...] = ("full-context", "rag", "memory-no-llm", *CONTEXT_ARMS, *ABLATION_ARMS)
 RAG_K = 50  # dense candidates for the rag arm; the budget, not k, decides how many are kept
 
 # The A-MEM paper's Table 1 rows for Qwen2.5-1.5B (through Ollama), x100; reference lines only
@@ -255,12 +261,13 @@ class Arm:
     """One system of a run and how its answers are keyed."""
 
     system: str  # the name in qa.json
-    kind: str  # memory | memory-no-llm | rag | full-context
+    kind: str  # memory | memory-arm | memory-no-llm | rag | full-context
     k: int | None = None
     budget: int | None = None
     key: str = ""  # hash of the configuration its answers depend on
     answer_system: str = ""  # the system name in the answers' keys (memory@B at the defaults is memory)
     show_context: bool | None = None  # the notes' LLM-written contexts in the answer (None: the setting)
+    scope_tag: str | None = None  # memory-arm: the tag of the arm's scopes (locomo-<tag>.<arm>-<sample>)
 
     def record_key(self, sample_id: str, qa_index: int) -> str:
         return f"{self.key}:{self.answer_system}:{sample_id}:{qa_index}"
@@ -318,6 +325,10 @@ def resolve_arms(settings: Settings, cfg: QAConfig, tag: str, raw_tag: str) -> l
             )
             same = settings.answer_shows_context == shown  # the memory itself already answers this way
             arms.append(Arm(system, MEMORY, base_k, base_budget, key, MEMORY if same else system, shown))
+        elif system in ABLATION_ARMS:
+            scope_tag = arm_tag(tag, ABLATION_ARMS[system])
+            key = _memory_key(settings, scope_tag, mode, base_k, base_budget, cfg)
+            arms.append(Arm(system, MEMORY_ARM, base_k, base_budget, key, system, scope_tag=scope_tag))
         elif system == "memory-no-llm":
             # raw turns have no LLM context to show or hide: one key whatever the setting says
             raw = settings.model_copy(update={"answer_shows_context": True})
@@ -654,6 +665,25 @@ async def ingest_raw(
     }
 
 
+async def _check_arm_scopes(
+    svc: AsyncMemoryService, arm_scopes: Mapping[tuple[str, str], Scope], scopes: Mapping[str, Scope], tag: str
+) -> None:
+    """An ablation arm answers from the copy of the memory that `eval links` made; an empty or stale
+    copy (the memory's ingest grew since) would score another memory than the one it names."""
+    stored: dict[Scope, int] = {}
+    for (system, sid), scope in arm_scopes.items():
+        for sc in (scope, scopes[sid]):
+            if sc not in stored:
+                stored[sc] = await svc.count(sc)
+        if stored[scope] != stored[scopes[sid]]:
+            state = "does not exist" if stored[scope] == 0 else f"holds {stored[scope]} notes"
+            raise InvalidInputError(
+                f"{system}: its scope {scope} {state} and the memory {scopes[sid]} holds {stored[scopes[sid]]}: "
+                f"build the arms with `graphmem eval links --reuse-tag {tag}` (without --drop-arms) after the "
+                "ingest, then answer"
+            )
+
+
 def pending_answers(
     settings: Settings, conversations: Sequence[Conversation], cfg: QAConfig, answers: Path
 ) -> dict[str, int]:
@@ -709,6 +739,15 @@ async def run_qa_eval(
     # A conversation whose memory is not complete (turns that failed, retried on the next run) gets no
     # memory answers in this run: an answer stored now would never be asked again on the whole memory.
     incomplete = {sid: st["errors"] for sid, st in ingest_stats.items() if st.get("errors")}
+    arm_scopes = {
+        (arm.system, conv.sample_id): _scope(cfg, arm.scope_tag or tag, conv.sample_id)
+        for arm in arms
+        if arm.kind == MEMORY_ARM
+        for conv in conversations
+        if questions[conv.sample_id] and conv.sample_id not in incomplete
+    }
+    if not cfg.ingest_only:
+        await _check_arm_scopes(svc, arm_scopes, scopes, tag)
     skipped: dict[str, str] = {
         sid: f"{n} turns failed to store; the memory's answers wait for a rerun, which retries them"
         for sid, n in incomplete.items()
@@ -723,7 +762,7 @@ async def run_qa_eval(
             for sid, qs in questions.items()
             for q in qs
             for arm in arms
-            if not (arm.kind == MEMORY and sid in incomplete)
+            if not (arm.kind in (MEMORY, MEMORY_ARM) and sid in incomplete)
         )
         asked = 0
         warmed: set[str] = set()  # conversations whose full context the server has seen in this run
@@ -734,13 +773,16 @@ async def run_qa_eval(
                 if not qs:
                     continue
                 for arm in arms:
-                    if arm.kind == MEMORY and conv.sample_id in incomplete:
+                    if arm.kind in (MEMORY, MEMORY_ARM) and conv.sample_id in incomplete:
                         continue
                     for q in qs:
                         key = arm.record_key(conv.sample_id, q.index)
                         if needs_answer(done, key):
                             if arm.kind == MEMORY:
                                 rec = await answer_with_memory(svc, conv, q, scopes[conv.sample_id], cfg, arm)
+                            elif arm.kind == MEMORY_ARM:
+                                scope = arm_scopes[(arm.system, conv.sample_id)]
+                                rec = await answer_with_memory(svc, conv, q, scope, cfg, arm)
                             elif arm.kind == "memory-no-llm":
                                 rec = await answer_with_memory(svc, conv, q, raw_scopes[conv.sample_id], cfg, arm)
                             elif arm.kind == "rag":

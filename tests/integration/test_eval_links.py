@@ -208,6 +208,41 @@ async def test_connectivity_and_arms_on_a_scripted_ingest(
 
 
 @aio
+async def test_ablation_arms_answer_questions_from_their_scopes(
+    ingested: tuple[AsyncMemoryService, str], make_service: Any, tmp_path: Path
+) -> None:
+    # The ablation as QA (issue 26, deliverable 5): `eval locomo --baseline memory-no-evolution,...`
+    # answers from the arm scopes `eval links` derived from the same ingest; contexts shown here so that
+    # the prompts tell the arms apart (the evolved contexts are in the memory's, never in no-evolution's).
+    svc, tag = ingested
+    convs = load_locomo(FIXTURE)[:1]
+    shown, model = await make_service(scripted_responder(), neighbour_k=20, answer_shows_context=True)
+    systems = ("memory", "memory-no-evolution", "memory-no-links")
+    cfg = QAConfig(tag=tag, systems=systems, bootstrap=100)
+    with pytest.raises(InvalidInputError, match=f"eval links --reuse-tag {tag}"):
+        await run_qa_eval(shown, convs, cfg, tmp_path / "before-arms")
+    assert not [m for m in model.calls if step_of(m) == "answer"]  # refused before any answer
+
+    await run_links_eval(svc, convs, LinksConfig(reuse_tag=tag, samples=2, connectivity=False))
+    result = await run_qa_eval(shown, convs, cfg, tmp_path / "qa")
+    n = result["questions"]
+    prompts = [str(m[-1].content) for m in model.calls if step_of(m) == "answer"]
+    assert len(prompts) == 3 * n  # in order: the memory's, then each arm's
+    memory, no_evolution, no_links = prompts[:n], prompts[n : 2 * n], prompts[2 * n :]
+    evolved = [c for cs in EVOLUTIONS.values() for _, c in cs]
+    assert any(c in p for p in memory for c in evolved)
+    assert any(c in p for p in no_links for c in evolved)  # evolution kept, links dropped
+    assert not any(c in p for p in no_evolution for c in evolved)
+    arms = result["config"]["arms"]
+    assert arms["memory-no-evolution"]["kind"] == "memory-arm"
+    assert len({a["key"] for a in arms.values()}) == 3
+    for system in systems:
+        cost = result["systems"][system]["cost"]["overall"]
+        assert cost["answered"] == n and cost["failed"] == 0
+    assert {(c["a"], c["b"]) for c in result["comparisons"]} >= {("memory", "memory-no-evolution")}
+
+
+@aio
 async def test_refuses_a_configuration_that_embeds_differently(
     ingested: tuple[AsyncMemoryService, str], make_service: Any
 ) -> None:

@@ -247,7 +247,9 @@ BaselineOpt = Annotated[
     str,
     typer.Option(
         "--baseline",
-        help="comma-separated: full-context, rag, memory-no-llm, memory-with-context, memory-no-context (or none)",
+        help="comma-separated: full-context, rag, memory-no-llm, memory-with-context, memory-no-context, "
+        "memory-no-evolution, memory-no-links, memory-neither, memory-no-enrichment, memory-no-supersession "
+        "(the last five answer from the arm scopes `eval links` builds) or none",
     ),
 ]
 BaselineOnlyOpt = Annotated[
