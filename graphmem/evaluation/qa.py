@@ -61,8 +61,9 @@ MEMORY = "memory"
 # the memory's answers.
 CONTEXT_ARMS = {"memory-with-context": True, "memory-no-context": False}
 # The write-path ablation as QA (issue 26, deliverable 5): the memory's notes with one LLM step taken
-# out post hoc, answered from the arm scopes `eval links` derives from the same ingest (system -> arm).
-ABLATION_ARMS = {f"{MEMORY}-{arm}": arm for arm in LINKS_ARMS if arm not in ("full", "with-context")}
+# out post hoc, answered from the arm scopes `eval links` derives from the same ingest (system -> arm);
+# memory-full answers from the arms' copy of the whole memory, the control taken at the same moment.
+ABLATION_ARMS = {f"{MEMORY}-{arm}": arm for arm in LINKS_ARMS if arm != "with-context"}
 MEMORY_ARM = "memory-arm"
 BASELINES: tuple[str, ...] = ("full-context", "rag", "memory-no-llm", *CONTEXT_ARMS, *ABLATION_ARMS)
 RAG_K = 50  # dense candidates for the rag arm; the budget, not k, decides how many are kept

@@ -217,7 +217,7 @@ async def test_ablation_arms_answer_questions_from_their_scopes(
     svc, tag = ingested
     convs = load_locomo(FIXTURE)[:1]
     shown, model = await make_service(scripted_responder(), neighbour_k=20, answer_shows_context=True)
-    systems = ("memory", "memory-no-evolution", "memory-no-links")
+    systems = ("memory", "memory-full", "memory-no-evolution", "memory-no-links")
     cfg = QAConfig(tag=tag, systems=systems, bootstrap=100)
     with pytest.raises(InvalidInputError, match=f"eval links --reuse-tag {tag}"):
         await run_qa_eval(shown, convs, cfg, tmp_path / "before-arms")
@@ -227,15 +227,16 @@ async def test_ablation_arms_answer_questions_from_their_scopes(
     result = await run_qa_eval(shown, convs, cfg, tmp_path / "qa")
     n = result["questions"]
     prompts = [str(m[-1].content) for m in model.calls if step_of(m) == "answer"]
-    assert len(prompts) == 3 * n  # in order: the memory's, then each arm's
-    memory, no_evolution, no_links = prompts[:n], prompts[n : 2 * n], prompts[2 * n :]
+    assert len(prompts) == 4 * n  # in order: the memory's, then each arm's
+    memory, full, no_evolution, no_links = (prompts[i * n : (i + 1) * n] for i in range(4))
     evolved = [c for cs in EVOLUTIONS.values() for _, c in cs]
     assert any(c in p for p in memory for c in evolved)
+    assert any(c in p for p in full for c in evolved)  # the arms' copy of the whole memory
     assert any(c in p for p in no_links for c in evolved)  # evolution kept, links dropped
     assert not any(c in p for p in no_evolution for c in evolved)
     arms = result["config"]["arms"]
     assert arms["memory-no-evolution"]["kind"] == "memory-arm"
-    assert len({a["key"] for a in arms.values()}) == 3
+    assert len({a["key"] for a in arms.values()}) == 4
     for system in systems:
         cost = result["systems"][system]["cost"]["overall"]
         assert cost["answered"] == n and cost["failed"] == 0

@@ -248,8 +248,8 @@ BaselineOpt = Annotated[
     typer.Option(
         "--baseline",
         help="comma-separated: full-context, rag, memory-no-llm, memory-with-context, memory-no-context, "
-        "memory-no-evolution, memory-no-links, memory-neither, memory-no-enrichment, memory-no-supersession "
-        "(the last five answer from the arm scopes `eval links` builds) or none",
+        "memory-full, memory-no-evolution, memory-no-links, memory-neither, memory-no-enrichment, "
+        "memory-no-supersession (the last six answer from the arm scopes `eval links` builds) or none",
     ),
 ]
 BaselineOnlyOpt = Annotated[
