@@ -234,6 +234,10 @@ class NoteStore(Protocol):
         """Remove (``dry_run``: count) the SUPERSEDES / CONFLICTS_WITH the add of ``note_id`` recorded."""
         ...
 
+    async def clear_updates(self, scope: Scope) -> int:
+        """Delete every SUPERSEDES / CONFLICTS_WITH of the scope (not a synthesis's), to judge again."""
+        ...
+
     async def chains(self, scope: Scope, limit: int = 1000) -> list[tuple[TimelineEntry, list[TimelineEntry]]]:
         """The scope's supersession chains: each current note that superseded others, and those notes."""
         ...

@@ -109,6 +109,7 @@ class LinksConfig:
     max_questions: int | None = None  # per conversation, ablation only
     bootstrap: int = 2000  # resamples of the paired difference between arms
     drop_arms: bool = False  # delete the arm scopes afterwards
+    rejudge_updates: bool = False  # judge the ingest's supersessions again with today's rules first
 
 
 # --- links as a graph -----------------------------------------------------------------------------
@@ -562,6 +563,7 @@ async def run_links_eval(
     parts: dict[str, list[Any]] = {arm: [] for arm in ARMS}
     for conv in conversations:
         scope = scope_for(cfg.reuse_tag, conv.sample_id)
+        rejudged = await _rejudge(svc, scope) if cfg.rejudge_updates else None
         records = await svc.export_notes(scope)
         if not records:
             conv_info[conv.sample_id] = {"scope": str(scope), "notes": 0, "skipped": "no notes in this scope"}
@@ -577,6 +579,7 @@ async def run_links_eval(
             "notes": len(records),
             "sessions": sessions,
             "turns_missing": len(expected - set(dia_to_note)),
+            **({"rejudged_updates": rejudged} if rejudged else {}),
         }
         conv_info[conv.sample_id] = info
         if cfg.connectivity:
@@ -641,6 +644,22 @@ async def run_links_eval(
         result["ablation"] = ablation_summary(parts, mode, k, cfg)
     result["seconds"] = time.perf_counter() - started
     return result
+
+
+async def _rejudge(svc: AsyncMemoryService, scope: Scope) -> dict[str, Any] | None:
+    """The scope's supersessions and conflicts judged again (a gate change measured on a kept ingest)."""
+    if not await svc.count(scope):
+        return None
+    report = await svc.rejudge_updates(scope)
+    return {
+        "notes_judged": len(report.items),
+        "supersessions": sum(len(it.superseded) for it in report.items),
+        "conflicts": sum(len(it.conflicts) for it in report.items),
+        "knock_on": sum(len(it.knock_on) for it in report.items),
+        "llm_calls": report.usage.llm_calls,
+        "tokens": report.usage.input_tokens + report.usage.output_tokens,
+        "seconds": round(report.seconds, 1),
+    }
 
 
 def ablation_summary(parts: Mapping[str, list[Any]], mode: str, k: int, cfg: LinksConfig) -> dict[str, Any]:

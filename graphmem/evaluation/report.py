@@ -539,6 +539,20 @@ def links_markdown(result: dict[str, Any]) -> str:
                 f"{arm_info['full']['links']} / {arm_info['no-links']['links']} | {_f(arm_info['embedding_check_min_cosine'], 1, 4)} |"
             )
         lines.append("")
+    rejudged = {sid: i["rejudged_updates"] for sid, i in used.items() if i.get("rejudged_updates")}
+    if rejudged:
+        lines += [
+            "Supersessions judged again before the arms were built (`--rejudge-updates`, today's rules):",
+            "",
+            "| conversation | notes judged | supersessions | conflicts | knock-on reports | LLM calls | tokens | seconds |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for sid, r in rejudged.items():
+            lines.append(
+                f"| {sid} | {r['notes_judged']} | {r['supersessions']} | {r['conflicts']} | {r['knock_on']} | "
+                f"{r['llm_calls']} | {r['tokens']} | {r['seconds']} |"
+            )
+        lines.append("")
     return "\n".join(lines)
 
 

@@ -389,6 +389,32 @@ class AsyncMemoryService:
                 repaired += 1
         return repaired
 
+    async def rejudge_updates(self, scope: Scope, *, concurrency: int | None = None) -> IngestReport:
+        """Judge the scope's supersessions and conflicts again with today's rules and model (issue 28):
+        what the supersession step recorded is deleted, then each enriched note is judged against the
+        notes before it, as an ingest's supersession pass does. No note changes; a synthesis and its
+        links stay. For a scope stored before the rules changed, and to measure a change of them on a
+        kept ingest (``graphmem eval links --rejudge-updates``). The report: one item per note judged."""
+        if not self.settings.enable_supersession:  # judging nothing would only delete
+            raise InvalidInputError("supersession is off (GRAPHMEM_ENABLE_SUPERSESSION=false): nothing to judge with")
+        n = self.settings.resolved_ingest_concurrency if concurrency is None else concurrency
+        started = time.perf_counter()
+        records = await self.export_notes(scope)  # oldest first
+        report = IngestReport(
+            items=[
+                IngestItem(
+                    index=i, scope=scope, note_id=r["id"], status=IngestStatus.ADDED, enrichment=EnrichmentStatus.DONE
+                )
+                for i, r in enumerate(records)
+                if r.get("enrichment") == EnrichmentStatus.DONE.value and r.get("category") != updates.SYNTHESIS
+            ]
+        )
+        await self.store.clear_updates(scope)
+        if report.items:
+            await updates.record_ingested(self.store, await self.llm_caller(), self.settings, report, concurrency=n)
+        report.seconds = time.perf_counter() - started
+        return report
+
     async def delete(self, note_id: str, scope: Scope) -> bool:
         check_id(note_id, "note id")
         return await self.store.delete(note_id, scope)

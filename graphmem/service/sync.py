@@ -205,6 +205,9 @@ class MemoryService:
     def repair(self, scope: Scope, *, limit: int = 100) -> int:
         return self._loop.run(self.aio.repair(scope, limit=limit))
 
+    def rejudge_updates(self, scope: Scope, *, concurrency: int | None = None) -> IngestReport:
+        return self._loop.run(self.aio.rejudge_updates(scope, concurrency=concurrency))
+
     def delete(self, note_id: str, scope: Scope) -> bool:
         return self._loop.run(self.aio.delete(note_id, scope))
 

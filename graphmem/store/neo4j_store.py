@@ -393,6 +393,9 @@ class Neo4jNoteStore(NoteSearch):
     async def undo_updates(self, note_id: str, scope: Scope, *, dry_run: bool = False) -> int:
         return await updates.undo(self, note_id, scope, dry_run=dry_run)
 
+    async def clear_updates(self, scope: Scope) -> int:
+        return await updates.clear(self, scope)
+
     async def chains(self, scope: Scope, limit: int = 1000) -> list[tuple[TimelineEntry, list[TimelineEntry]]]:
         return await updates.chains(self, scope, limit)
 

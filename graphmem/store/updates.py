@@ -69,6 +69,11 @@ async def undo(store: Neo4jNoteStore, note_id: str, scope: Scope, *, dry_run: bo
     return int(rows[0]["removed"]) if rows else 0
 
 
+async def clear(store: Neo4jNoteStore, scope: Scope) -> int:
+    rows = await store.run_write("updates/clear", **scope.params())
+    return int(rows[0]["removed"]) if rows else 0
+
+
 async def chains(store: Neo4jNoteStore, scope: Scope, limit: int) -> list[tuple[TimelineEntry, list[TimelineEntry]]]:
     rows = await store.run("updates/chains", **scope.params(), limit=limit)
     out = []

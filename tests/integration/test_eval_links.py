@@ -285,3 +285,23 @@ def test_cli_links(settings: Settings, embedder: Embeddings, tmp_path: Path) -> 
         assert res.exit_code != 0
     finally:
         asyncio.run(cleanup())
+
+
+@aio
+async def test_rejudging_the_updates_before_the_arms(ingested: tuple[AsyncMemoryService, str], tmp_path: Path) -> None:
+    """--rejudge-updates: the ingest's supersession step runs again over every note of the source scope
+    (a gate change measured on a kept ingest), reported per conversation; no note changes."""
+    svc, tag = ingested
+    convs = load_locomo(FIXTURE)[:1]
+    source = scope_for(tag, "tiny-1")
+    before = {r["id"]: (r["content"], r["version"]) for r in await svc.export_notes(source)}
+    cfg = LinksConfig(reuse_tag=tag, samples=2, connectivity=False, rejudge_updates=True)
+    result = await run_links_eval(svc, convs, cfg)
+    rejudged = result["conversations"]["tiny-1"]["rejudged_updates"]
+    assert rejudged["notes_judged"] == len(before) == 11
+    assert rejudged["supersessions"] + rejudged["conflicts"] <= rejudged["llm_calls"]
+    assert {r["id"]: (r["content"], r["version"]) for r in await svc.export_notes(source)} == before
+    md = write_outputs(result, tmp_path)["markdown"].read_text()
+    assert "judged again before the arms were built" in md and "| tiny-1 | 11 |" in md
+    plain = await run_links_eval(svc, convs, LinksConfig(reuse_tag=tag, samples=2, connectivity=False))
+    assert "rejudged_updates" not in plain["conversations"]["tiny-1"]

@@ -479,3 +479,36 @@ async def test_export_and_import_keep_supersessions_conflicts_and_derivations(ma
         assert berlin.note.id in hits and lyon.note.id not in hits  # the copy knows Lyon is superseded
     finally:
         await BenchQueries(svc.store).delete_scope(other)
+
+
+async def test_judging_a_scope_again_replaces_what_older_rules_recorded(
+    make_service: Any, scope: Scope, graph: Any
+) -> None:
+    """rejudge_updates: a supersession recorded without the gate (a thank-you "superseded" by a move)
+    goes, the real one is judged again and recorded, and no note changes."""
+    import pytest
+
+    from graphmem.errors import InvalidInputError
+
+    loose, _ = await _service(make_service, updates_responder(lambda a, b: 0.9), supersession_gate=False)
+    lyon = await loose.add("Ann: I live in Lyon.", scope, event_time="2021-03-01")
+    thanks = await loose.add("Ann: Thanks for the tea, Bo, it was lovely!", scope, event_time="2022-01-01")
+    berlin = await loose.add("Ann: I moved to Berlin.", scope, event_time="2024-06-01")
+    assert {s.older_id for s in berlin.superseded} == {lyon.note.id, thanks.note.id}
+    before = {n.note.id: _state(graph, n.note.id) for n in (lyon, thanks, berlin)}
+
+    svc, _ = await _service(make_service, updates_responder(moves))
+    report = await svc.rejudge_updates(scope)
+    assert [it.note_id for it in report.items] == [lyon.note.id, thanks.note.id, berlin.note.id]
+    assert [(s.newer_id, s.older_id) for it in report.items for s in it.superseded] == [(berlin.note.id, lyon.note.id)]
+    (row,) = await svc.store.timeline([thanks.note.id], scope)
+    assert row.valid_to is None and row.superseded_by == []  # current again
+    (row,) = await svc.store.timeline([lyon.note.id], scope)
+    assert row.superseded_by == [berlin.note.id]
+    assert {n: _state(graph, n) for n in before} == before
+
+    off, _ = await _service(make_service, updates_responder(moves), enable_supersession=False)
+    with pytest.raises(InvalidInputError, match="supersession is off"):
+        await off.rejudge_updates(scope)
+    (row,) = await svc.store.timeline([lyon.note.id], scope)
+    assert row.superseded_by == [berlin.note.id]  # refused before anything was deleted

@@ -69,6 +69,17 @@ def test_candidates_of_another_speaker_only_when_one_names_the_other() -> None:
     assert updates.same_person(bo_moves, ann)  # Bo names Ann
     assert updates.same_person(bo, flatmates)  # Ann names Bo
     assert updates.same_person(plain, ann)  # not a conversation line: the model decides
+    # a line that greets or thanks the other speaker is spoken to them, not about them (LoCoMo conv-30)
+    spoken_to = (
+        "Bo: Hey Ann, I moved to York!",
+        "Bo: Thanks, Ann! I moved.",
+        "Bo: I moved to York, Ann.",
+        "Bo: Ann, I moved!",
+        "Bo: Sorry about your flat Ann, but I moved to York.",
+    )
+    for greeting in spoken_to:
+        assert not updates.same_person(note(greeting, "2024-02-01"), ann), greeting
+    assert updates.same_person(note("Bo: Thanks! Ann moved to York.", "2024-02-01"), ann)
     assert updates.speaker("Mary Jane: hi") == "Mary Jane"
     assert updates.speaker("no speaker here") is None
 
@@ -224,8 +235,17 @@ def test_notes_naming_only_different_kinds_of_fact_are_not_judged_against_each_o
     manager = note("Omar: I'm a junior developer at Brightwave and my manager there is Priya.")
     assert fact_kinds(flat.content) == {"home"} and fact_kinds(manager.content) == {"manager", "work"}
     assert not may_state_the_same_fact(flat, manager)
-    # a note naming no kind may be about anything
-    assert may_state_the_same_fact(note("Omar: I finally switched this spring."), manager)
+    # a note naming no kind states no value to replace, nor gives one to compare (LoCoMo conv-30: a
+    # thank-you line "superseded" by a later line about a lost job)
+    thanks = note("Jon: Thanks Gina, that means a lot!")
+    job = note("Jon: I lost my job as a banker, so I'm starting a dance studio now.")
+    assert not may_state_the_same_fact(job, thanks) and not may_state_the_same_fact(thanks, job)
+    assert not may_state_the_same_fact(note("Omar: I finally switched this spring."), manager)
+    # a job lost is work, "make it work" is not; living in a city is home, "living my dream" is not
+    assert fact_kinds("Jon: I'm determined to make this studio work, living my dream!") == set()
+    assert fact_kinds("Jon: I lost my job and live with my parents now.") == {"work", "home"}
+    bike = note("Maya: I cycle along the river to the hospital every morning.")
+    assert may_state_the_same_fact(note("Maya: No, I sold my bike and take the U-Bahn now."), bike)
 
 
 def test_notes_minutes_apart_in_one_sitting_are_never_judged_against_each_other() -> None:
@@ -270,4 +290,14 @@ def test_a_superseded_note_is_judged_again_only_for_a_fact_its_successors_do_not
         newer=[TimelineEntry(note_id="p", content="Omar: I moved to Paris.")],
     )
     assert not judged_again(Note(content="Omar: I moved to Berlin.", scope=sc), lyon, paris)
+    # a successor of the new note's sitting tells the same change: it does not speak for the new note
+    herriot = Note(content="Maya: I work as a nurse at the Edouard Herriot hospital.", scope=sc)
+    moved = TimelineEntry(note_id="m", content="Maya: I moved to Berlin for a new job.", since=datetime(2023, 9, 2, 19))
+    charite = Note(
+        content="Maya: I work as a nurse at the Charite now.", scope=sc, event_time=datetime(2023, 9, 2, 19, 1)
+    )
+    row = TimelineRow(note_id=herriot.id, since=datetime(2023, 1, 10), newer=[moved])
+    assert judged_again(charite, herriot, row)
+    later = charite.model_copy(update={"event_time": datetime(2023, 12, 1)})
+    assert not judged_again(later, herriot, row)  # another sitting: the move's "new job" speaks for it
     assert not judged_again(Note(content="Omar: I finally switched this spring.", scope=sc), lyon, paris)  # no kind

@@ -718,10 +718,19 @@ def links_cmd(
     drop_arms: Annotated[
         bool, typer.Option("--drop-arms", help="delete the arm scopes afterwards (default: keep them)")
     ] = False,
+    rejudge_updates: Annotated[
+        bool,
+        typer.Option(
+            "--rejudge-updates",
+            help="first judge the ingest's supersessions and conflicts again with today's rules "
+            "(replaces them; calls the LLM; no note changes)",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """LLM-free: evidence connectivity of the LLM's links vs random same-degree links, and recall with
-    links and evolution on/off, on scopes an `eval locomo` ingest filled."""
+    links and evolution on/off, on scopes an `eval locomo` ingest filled (``--rejudge-updates`` calls
+    the LLM for the supersession step only)."""
     from graphmem.errors import InvalidInputError
     from graphmem.evaluation.links import LinksConfig, run_links_eval
     from graphmem.evaluation.locomo import parse_sessions
@@ -752,6 +761,7 @@ def links_cmd(
         token_budget=token_budget,
         max_questions=max_questions,
         drop_arms=drop_arms,
+        rejudge_updates=rejudge_updates,
     )
     settings = _settings()
     convs = _conversations(data, conversations)
