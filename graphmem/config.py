@@ -135,8 +135,9 @@ class Settings(BaseSettings):
     # nor is an earlier note that names only other kinds of fact (a flat against a manager).
     supersession_gate: bool = Field(
         True,
-        description="judge only notes that name a changeable fact or a change, against notes that may state "
-        "the same kind of fact and were not said minutes before in the same sitting (off: every pair)",
+        description="judge only notes that name a changeable fact or a change, against notes that name a kind "
+        "of fact in common (home, work, ...), by the same speaker or speaking about the other one, and not said "
+        "minutes before in the same sitting (off: every pair)",
     )
     # 0.7: on the updates gold the 1.5B's P(yes) for pairs that really changed was 0.63-0.81, for other
     # pairs of one person 0.50-0.73 (docs/updates.md); a hosted model's answers are near 0 or 1.
