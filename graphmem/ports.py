@@ -234,6 +234,14 @@ class NoteStore(Protocol):
         """Remove (``dry_run``: count) the SUPERSEDES / CONFLICTS_WITH the add of ``note_id`` recorded."""
         ...
 
+    async def mark_judged(self, note_id: str, scope: Scope) -> None:
+        """Record that the supersession step judged the note (a resumed ingest skips it)."""
+        ...
+
+    async def unjudged(self, ids: Sequence[str], scope: Scope) -> set[str]:
+        """The notes among ``ids`` the supersession step never judged."""
+        ...
+
     async def clear_updates(self, scope: Scope) -> int:
         """Delete every SUPERSEDES / CONFLICTS_WITH of the scope (not a synthesis's), to judge again."""
         ...

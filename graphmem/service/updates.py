@@ -294,9 +294,11 @@ async def record(
 ) -> AddResult:
     """After an add: judge the candidates, write supersessions and conflicts, re-check the notes
     linked to the superseded ones; everything reported in ``result`` (refusals in ``rejected``).
-    ``skip``: notes never judged from this side (the later notes of an ingest judge this one)."""
+    ``skip``: notes never judged from this side (the later notes of an ingest judge this one).
+    The note is marked judged unless the model failed (a resumed ingest then judges it again)."""
     note, usage, threshold = built.note, built.usage, settings.supersession_threshold
     if settings.supersession_gate and not may_change_a_fact(note.content):
+        await store.mark_judged(note.id, note.scope)
         return result
     try:
         found = await candidates(store, built, settings, skip)
@@ -327,6 +329,7 @@ async def record(
                 c.note_id, c.other_id, note.scope, at=c.at, reason=c.reason, p_yes=c.p_yes, caused_by=note.id
             ):
                 result.conflicts.append(c)
+    await store.mark_judged(note.id, note.scope)
     try:
         result.knock_on = await knock_on(store, llm, note, result.superseded, usage, threshold)
     except LLMError as exc:
@@ -396,11 +399,25 @@ async def record_ingested(
 ) -> None:
     """``record`` for the notes an agentic ingest added, once they are all stored: each note is
     judged against the notes before it (stored earlier, or earlier in the batch), never a later
-    one, which judges it from its own side; so every pair is asked once. Results go to the items."""
+    one, which judges it from its own side; so every pair is asked once. Results go to the items.
+
+    A resumed ingest also judges its ``EXISTING`` items that were never judged: the run that stored
+    them stopped before its pass, which runs last, and two notes both stored then would otherwise
+    never be judged against each other."""
+    items = sorted(report.items, key=lambda x: x.index)
+    by_scope: dict[Scope, list[str]] = {}
+    for it in items:
+        if it.status == IngestStatus.EXISTING and it.note_id:
+            by_scope.setdefault(it.scope, []).append(it.note_id)
+    unjudged = {i for sc, ids in by_scope.items() for i in await store.unjudged(ids, sc)}
     added = [
         it
-        for it in sorted(report.items, key=lambda x: x.index)
-        if it.status == IngestStatus.ADDED and it.note_id and it.enrichment == EnrichmentStatus.DONE
+        for it in items
+        if it.note_id
+        and (
+            (it.status == IngestStatus.ADDED and it.enrichment == EnrichmentStatus.DONE)
+            or (it.status == IngestStatus.EXISTING and it.note_id in unjudged)
+        )
     ]
     later = [frozenset(it.note_id for it in added[i + 1 :] if it.note_id) for i in range(len(added))]
     gate = asyncio.Semaphore(max(1, concurrency))
@@ -409,7 +426,7 @@ async def record_ingested(
         async with gate:
             assert item.note_id is not None
             note = await store.get(item.note_id, item.scope, with_embedding=True)
-            if note is None or not note.embedding:
+            if note is None or not note.embedding or note.enrichment != EnrichmentStatus.DONE:
                 return
             built = ConstructedNote(note=note, embedding=list(note.embedding))
             result = await record(store, llm, settings, built, AddResult(note=note, created=True), skip=skip)

@@ -393,6 +393,12 @@ class Neo4jNoteStore(NoteSearch):
     async def undo_updates(self, note_id: str, scope: Scope, *, dry_run: bool = False) -> int:
         return await updates.undo(self, note_id, scope, dry_run=dry_run)
 
+    async def mark_judged(self, note_id: str, scope: Scope) -> None:
+        await self.run_write("updates/mark_judged", note_id=note_id, **scope.params(), now=utcnow())
+
+    async def unjudged(self, ids: Sequence[str], scope: Scope) -> set[str]:
+        return {r["id"] for r in await self.run("updates/unjudged", ids=list(ids), **scope.params())}
+
     async def clear_updates(self, scope: Scope) -> int:
         return await updates.clear(self, scope)
 

@@ -512,3 +512,39 @@ async def test_judging_a_scope_again_replaces_what_older_rules_recorded(
         await off.rejudge_updates(scope)
     (row,) = await svc.store.timeline([lyon.note.id], scope)
     assert row.superseded_by == [berlin.note.id]  # refused before anything was deleted
+
+
+async def test_a_resumed_ingest_judges_the_notes_its_interrupted_run_stored(make_service: Any, scope: Scope) -> None:
+    """The supersession pass runs once an ingest's notes are stored; a run stopped before it leaves
+    notes never judged, which the resumed run judges (and a later run does not judge again)."""
+    from graphmem.models import NoteInput
+
+    def asked_about_both(model: Any) -> int:
+        return len(
+            [
+                m
+                for m in model.calls
+                if str(m[0].content) == SUPERSEDE_SYSTEM
+                and "Berlin" in str(m[-1].content)
+                and "Lyon" in str(m[-1].content)
+            ]
+        )
+
+    first = [NoteInput(content="Ann: I live in Lyon.", event_time="2021-03-01")]
+    first.append(NoteInput(content="Ann: I moved to Berlin.", event_time="2024-06-01"))
+    # the interrupted run, as it stands when stopped before its pass: the notes stored, none judged
+    stopped, _ = await _service(make_service, updates_responder(moves), enable_supersession=False)
+    await stopped.ingest(first, scope)
+
+    svc, model = await _service(make_service, updates_responder(moves))
+    cello = NoteInput(content="Bo: I play the cello.", event_time="2024-07-01")
+    report = await svc.ingest([*first, cello], scope)
+    lyon, berlin, _ = report.items
+    assert (lyon.status, berlin.status) == ("existing", "existing")
+    assert [(s.newer_id, s.older_id) for s in berlin.superseded] == [(berlin.note_id, lyon.note_id)]
+    assert asked_about_both(model) == 1
+
+    again, model2 = await _service(make_service, updates_responder(moves))
+    flute = NoteInput(content="Bo: I switched to the flute.", event_time="2024-08-01")
+    await again.ingest([*first, cello, flute], scope)
+    assert asked_about_both(model2) == 0  # judged once: the resumed run marked them
