@@ -278,8 +278,17 @@ def _hash(parts: Sequence[Any]) -> str:
     return hashlib.sha256(json.dumps(list(parts), default=str).encode()).hexdigest()[:10]
 
 
+def answer_rules_digest() -> str:
+    """The per-category answer rules' text (``prompts/answer_*.txt``) in every answer's key: an
+    answer given under other rules is asked again, never mixed into a resumed run's scores."""
+    folder = resources.files("graphmem.evaluation") / "prompts"
+    rules = sorted((f.name, f.read_text(encoding="utf-8")) for f in folder.iterdir() if f.name.startswith("answer_"))
+    return _hash(rules)[:8]
+
+
 def _memory_key(settings: Settings, tag: str, mode: Any, k: int, budget: int, cfg: QAConfig) -> str:
-    # The same parts as before the baselines were added, so earlier answers files stay valid.
+    # The parts since the baselines were added, and the answer rules' digest (issue 26, 6 December: the
+    # temporal rule changed, and answers given under the old one must not be reused).
     return _hash(
         [
             tag,
@@ -295,6 +304,7 @@ def _memory_key(settings: Settings, tag: str, mode: Any, k: int, budget: int, cf
             "answers-v1",
             # Appended only when off, so that answers written before the setting existed keep their keys.
             *([] if settings.answer_shows_context else ["answer-content-only"]),
+            answer_rules_digest(),
         ]
     )
 
@@ -337,11 +347,20 @@ def resolve_arms(settings: Settings, cfg: QAConfig, tag: str, raw_tag: str) -> l
             arms.append(Arm(system, system, base_k, base_budget, key, system))
         elif system == "rag":
             parts = ["rag", raw_tag, cfg.rag_k, base_budget, cfg.cat5_prompt, cfg.seed, cfg.sessions]
-            key = _hash([*parts, model_label(settings), settings.llm_temperature, settings.embedder, "rag-v1"])
+            key = _hash(
+                [
+                    *parts,
+                    model_label(settings),
+                    settings.llm_temperature,
+                    settings.embedder,
+                    "rag-v1",
+                    answer_rules_digest(),
+                ]
+            )
             arms.append(Arm(system, system, cfg.rag_k, base_budget, key, system))
         elif system == "full-context":
             parts = ["full-context", cfg.full_context_limit, cfg.cat5_prompt, cfg.seed, cfg.sessions]
-            key = _hash([*parts, model_label(settings), settings.llm_temperature, "fc-v2"])
+            key = _hash([*parts, model_label(settings), settings.llm_temperature, "fc-v2", answer_rules_digest()])
             arms.append(Arm(system, system, None, cfg.full_context_limit, key, system))
         else:
             raise InvalidInputError(f"unknown system {system!r}")

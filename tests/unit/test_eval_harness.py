@@ -253,6 +253,39 @@ def test_budget_arms_grow_k_and_share_answers_at_the_defaults() -> None:
     assert len({a.key for a in arms.values()}) == 5
 
 
+def test_an_answer_rule_change_gives_every_system_new_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Answers given under another per-category rule (the temporal rule of 6 December) are asked again."""
+    from importlib import resources
+
+    from graphmem.evaluation import qa
+
+    shipped = resources.files("graphmem.evaluation") / "prompts"
+    for f in shipped.iterdir():
+        (tmp_path / f.name).write_text(f.read_text(encoding="utf-8"), encoding="utf-8")
+    monkeypatch.setattr(qa.resources, "files", lambda package: _Pkg(tmp_path))
+    cfg = QAConfig(systems=("memory", "rag", "full-context", "memory-no-llm"))
+
+    def keys() -> dict[str, str]:
+        return {a.system: a.key for a in resolve_arms(Settings(), cfg, "t", "raw")}
+
+    before = keys()
+    (tmp_path / "judge.txt").write_text("another judge", encoding="utf-8")
+    assert keys() == before  # the judge does not answer
+    (tmp_path / "answer_temporal.txt").write_text("Answer with a date.", encoding="utf-8")
+    after = keys()
+    assert all(after[s] != before[s] for s in before), (before, after)
+
+
+class _Pkg:
+    """``resources.files(package)`` for a folder: ``/ "prompts"`` is the folder itself."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def __truediv__(self, name: str) -> Path:
+        return self.folder
+
+
 def test_the_context_arms_share_the_memorys_answers_only_when_they_are_the_same() -> None:
     cfg = QAConfig(systems=("memory", "memory-no-context", "memory-with-context", "memory-no-llm"))
     shown = {a.system: a for a in resolve_arms(Settings(answer_shows_context=True), cfg, "t", "raw")}
