@@ -120,6 +120,15 @@ class Settings(BaseSettings):
     enable_evolution: bool | None = Field(
         None, description="LLM updates neighbours after a new note; unset = on, off for the local model"
     )
+    # One call per linked neighbour was 2.85 calls and ~620 tokens per note on conv-30; the strongest
+    # link's neighbour alone keeps what evolution bought there (docs/evaluation.md, "Evolution of the
+    # strongest link").
+    evolution_neighbours: int = Field(
+        1,
+        ge=0,
+        le=50,
+        description="pairwise: linked neighbours one add evolves, strongest link first (0: every linked one)",
+    )
     # Re-embedding an evolved neighbour moved it away from the questions about what it says (LoCoMo
     # ablation: recall 0.745 with, 0.863 without evolution); A-MEM's evaluation kept the old vectors too.
     evolution_reembed: bool = Field(

@@ -64,16 +64,21 @@ class ArmSpec(NamedTuple):
     """What an arm keeps of the ingested scope."""
 
     links: bool  # the LLM's links (turn links always)
-    evolution: bool  # evolved values (off: each evolved note back to its first values)
+    # evolved values (False: each evolved note back to its first values; "strongest": only the
+    # evolutions an add made to the neighbour of its strongest link, as ``evolution_neighbours=1``)
+    evolution: bool | str
     enrichment: bool  # keywords, tags and context (off: content alone, re-embedded)
     updates: bool  # supersessions and conflicts (issue 28; off: every note current)
     context: bool | None = None  # the notes' LLM-written contexts in the answer context (None: the setting)
 
 
+STRONGEST = "strongest"
+
 # The order of the report's columns.
 ARMS: dict[str, ArmSpec] = {
     "full": ArmSpec(True, True, True, True),
     "no-evolution": ArmSpec(True, False, True, True),
+    "strongest-evolution": ArmSpec(True, STRONGEST, True, True),
     "no-links": ArmSpec(False, True, True, True),
     "neither": ArmSpec(False, False, True, True),
     "no-enrichment": ArmSpec(True, True, False, True),
@@ -83,6 +88,7 @@ ARMS: dict[str, ArmSpec] = {
 _ARM_CODES = {
     "full": "af",
     "no-evolution": "ae",
+    "strongest-evolution": "ao",
     "no-links": "al",
     "neither": "an",
     "no-enrichment": "ax",
@@ -403,15 +409,57 @@ def evolution_versions(versions: Sequence[NoteVersion], note_ids: set[str]) -> l
     return sorted((v for v in versions if v.changed_by in note_ids), key=lambda v: v.version)
 
 
+def strongest_targets(records: Sequence[Mapping[str, Any]]) -> dict[str, set[str]]:
+    """Per note, the neighbours of its strongest LLM link (the highest strength; all of them on a tie,
+    where the add itself took the nearer candidate, which the records no longer show)."""
+    out: dict[str, set[str]] = {}
+    for r in records:
+        scored = [x for x in r.get("links") or [] if not is_turn_link(x) and x.get("strength") is not None]
+        if scored:
+            best = max(float(x["strength"]) for x in scored)
+            out[r["id"]] = {x["target_id"] for x in scored if float(x["strength"]) == best}
+    return out
+
+
+def kept_evolution(
+    record: Mapping[str, Any], versions: Sequence[NoteVersion], ids: set[str], strongest: Mapping[str, set[str]]
+) -> dict[str, Any] | None:
+    """A note's values after the last evolution that came from an add's strongest link (None: no
+    evolution of it is kept). ``versions``: all its versions, oldest first; each holds the values its
+    change replaced, so the values after a change are the next version's, or the note's own."""
+    kept = [
+        i for i, v in enumerate(versions) if v.changed_by in ids and record["id"] in strongest.get(v.changed_by, ())
+    ]
+    if not kept:
+        return None
+    i = kept[-1]
+    after: Mapping[str, Any] = versions[i + 1].model_dump() if i + 1 < len(versions) else record
+    return {
+        "context": after["context"],
+        "tags": list(after["tags"]),
+        "keywords": list(after["keywords"]),
+        "version": int(after["version"]),
+    }
+
+
 def arm_records(
-    records: Sequence[Mapping[str, Any]], arm: str, originals: Mapping[str, NoteVersion]
+    records: Sequence[Mapping[str, Any]],
+    arm: str,
+    originals: Mapping[str, NoteVersion],
+    histories: Mapping[str, Sequence[NoteVersion]] | None = None,
 ) -> list[dict[str, Any]]:
     """Export records of one arm: ids renamed for the arm; without links, only the turn links kept;
     without evolution, each evolved note back to ``originals[id]`` (its values before its first
-    evolution) and its embedding dropped so that the import embeds the restored text; without
-    enrichment, keywords, tags and context emptied and the embedding dropped (content alone); without
-    updates, no supersession or conflict (derivations kept)."""
+    evolution) and its embedding dropped so that the import embeds the restored text; with the
+    strongest link's evolution only, each evolved note at its values after the last evolution an add
+    made through its strongest link (``histories``: every version of the evolved notes, oldest first),
+    keeping the ingest's search vector (evolution_reembed off: the one of the original values), else
+    back to its original values; without enrichment, keywords, tags and context emptied and the
+    embedding dropped (content alone); without updates, no supersession or conflict (derivations kept).
+    """
     links_on, evolution_on, enrichment_on, updates_on, _context = ARMS[arm]
+    ids = {r["id"] for r in records}
+    strongest = strongest_targets(records) if evolution_on == STRONGEST else {}
     out: list[dict[str, Any]] = []
     for r in records:
         rec = dict(r)
@@ -434,7 +482,14 @@ def arm_records(
             for u in r.get("updates") or []
             if updates_on or u["type"] == "DERIVED_FROM"
         ]
-        if not evolution_on and r["id"] in originals:
+        kept = (
+            kept_evolution(r, (histories or {}).get(r["id"], ()), ids, strongest)
+            if evolution_on == STRONGEST and r["id"] in originals
+            else None
+        )
+        if kept is not None:
+            rec.update(kept)
+        elif evolution_on is not True and r["id"] in originals:
             v = originals[r["id"]]
             rec.update(context=v.context, tags=list(v.tags), keywords=list(v.keywords), version=v.version)
             rec.pop("embedding", None)
@@ -477,21 +532,24 @@ async def check_embeddings(
 
 async def originals_of(
     svc: AsyncMemoryService, records: Sequence[Mapping[str, Any]], scope: Scope
-) -> tuple[dict[str, NoteVersion], dict[str, int]]:
-    """Per evolved note, the version holding its values before its first evolution; and counts."""
+) -> tuple[dict[str, NoteVersion], dict[str, list[NoteVersion]], dict[str, int]]:
+    """Per evolved note, the version holding its values before its first evolution, and all its
+    versions oldest first; and counts."""
     ids = {r["id"] for r in records}
     originals: dict[str, NoteVersion] = {}
+    histories: dict[str, list[NoteVersion]] = {}
     evolutions = other = 0
     for r in records:
         if int(r.get("version") or 1) <= 1:
             continue
-        versions = await svc.history(r["id"], scope)
+        versions = sorted(await svc.history(r["id"], scope), key=lambda v: v.version)
         evolved = evolution_versions(versions, ids)
         evolutions += len(evolved)
         other += len(versions) - len(evolved)
         if evolved:
-            originals[r["id"]] = evolved[0]
-    return originals, {"evolved_notes": len(originals), "evolutions": evolutions, "other_versions": other}
+            originals[r["id"]], histories[r["id"]] = evolved[0], versions
+    counts = {"evolved_notes": len(originals), "evolutions": evolutions, "other_versions": other}
+    return originals, histories, counts
 
 
 async def build_arms(
@@ -499,7 +557,7 @@ async def build_arms(
 ) -> dict[str, Any]:
     """(Re)build the arm scopes of one conversation; returns what each holds."""
     source = scope_for(cfg.reuse_tag, conv.sample_id)
-    originals, counts = await originals_of(svc, records, source)
+    originals, histories, counts = await originals_of(svc, records, source)
     info: dict[str, Any] = {**counts, "embedding_check_min_cosine": None}
     if originals or any(not spec.enrichment for spec in ARMS.values()):  # some arm re-embeds notes
         info["embedding_check_min_cosine"] = await check_embeddings(svc, records, source)
@@ -509,7 +567,7 @@ async def build_arms(
         raise InvalidInputError(f"tag {cfg.reuse_tag!r} is too long to name the arm scopes apart")
     for arm, scope in scopes.items():
         await bq.delete_scope(scope)  # always rebuilt: the source may have grown since
-        recs = arm_records(records, arm, originals)
+        recs = arm_records(records, arm, originals, histories)
         await svc.import_notes(recs, scope)
         stored = await svc.count(scope)
         if stored != len(recs):
@@ -521,6 +579,12 @@ async def build_arms(
             "links": sum(len(r["links"]) for r in recs),
             "updates": sum(len(r["updates"]) for r in recs),
             "reverted": sum(1 for r in recs if "embedding" not in r),
+            # notes holding evolved values in this arm
+            "evolved": sum(
+                1
+                for src, r in zip(records, recs, strict=True)
+                if src["id"] in originals and r["context"] != originals[src["id"]].context
+            ),
         }
     return info
 

@@ -162,6 +162,8 @@ def derive_tag(settings: Settings) -> str:
             settings.supersession_candidates,
             settings.supersession_threshold,
             settings.supersession_gate,
+            # only where evolution is on, so that the tags of ingests without it stay as they were
+            *([settings.evolution_neighbours] if settings.evolution_enabled else []),
         ]
     )
     digest = hashlib.sha256(key.encode()).hexdigest()[:6]

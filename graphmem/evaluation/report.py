@@ -470,6 +470,8 @@ def links_markdown(result: dict[str, Any]) -> str:
                 f"{c['links_per_hit']} links per hit, on the same {ab['questions']} questions; arms built from the "
                 "ingested scopes by export and import (`no-links`: LLM links dropped, turn links kept; "
                 "`no-evolution`: evolved notes back to their values before their first evolution, re-embedded; "
+                "`strongest-evolution`: only the evolutions an add made through its strongest link kept "
+                "(`GRAPHMEM_EVOLUTION_NEIGHBOURS=1`), the others undone; "
                 "`no-enrichment`: keywords, tags and context emptied, re-embedded from the content alone; "
                 "`no-supersession`: supersessions and conflicts dropped; `with-context`: the notes as stored, "
                 "each with its LLM-written context in the answer context). "

@@ -77,6 +77,7 @@ async def test_an_evolution_that_drifts_to_another_note_is_refused(make_service:
         pairwise_responder(lambda a, b: 0.9, reason=lambda a, b: "Ann's beagle Rufus", context=context),
         link_decision="pairwise",
         link_candidates=2,
+        evolution_neighbours=0,  # both linked neighbours get a new context proposed
     )
     dog = await svc.add("Ann: I adopted a beagle called Rufus.", scope)
     cello = await svc.add("Bo: I am learning to play the cello.", scope)
@@ -87,6 +88,44 @@ async def test_an_evolution_that_drifts_to_another_note_is_refused(make_service:
     assert any(cello.note.id in r and "drift" in r for r in added.rejected)
     stored = graph.q("MATCH (n:Note {id: $id}) RETURN n.context AS c", id=cello.note.id)[0]["c"]
     assert stored == cello.note.context  # the cello note still says what it said
+
+
+RUFUS = (
+    "Ann: I adopted a beagle called Rufus.",
+    "Ann: Rufus loves long walks in the park by the river.",
+    "Ann: Rufus eats his dinner far too fast.",
+)
+
+
+def _rufus_context(earlier: str, later: str) -> str:
+    return earlier.removeprefix("Ann: ").replace("I ", "Ann ", 1) + " Rufus also hates thunderstorms."
+
+
+async def test_an_add_evolves_only_the_neighbour_of_its_strongest_link(make_service: Any, scope: Any) -> None:
+    # every earlier note is linked; the beagle note has the highest P(yes), though it is not the nearest
+    def related(earlier: str, later: str) -> float:
+        return 0.95 if "beagle" in earlier else 0.6
+
+    for at_most, expected in ((1, 1), (2, 2), (0, 3)):
+        svc, model = await make_service(
+            pairwise_responder(related, context=_rufus_context),
+            link_decision="pairwise",
+            link_candidates=3,
+            link_word_candidates=0,
+            enable_evolution=True,
+            enable_supersession=False,
+            evolution_neighbours=at_most,
+        )
+        earlier = [(await svc.add(text, scope)).note for text in RUFUS]
+        before = len(model.calls)
+        added = await svc.add("Ann: Rufus hates thunderstorms and hides under the bed.", scope)
+        asked = [m for m in model.calls[before:] if step_of(m) == "evolve_one"]
+        assert len(added.links) == 3 and len(asked) == expected, at_most
+        if at_most == 1:  # the one question is about the strongest link's neighbour
+            assert earlier[0].content in str(asked[0][-1].content)
+            assert {e.note_id for e in added.evolved} <= {earlier[0].id}
+        for note in (*earlier, added.note):  # the next round starts from an empty scope
+            assert await svc.delete(note.id, scope)
 
 
 async def test_the_decision_eval_scores_a_tiny_gold_file(make_service: Any, tmp_path: Path) -> None:

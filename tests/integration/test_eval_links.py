@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 
 from graphmem.config import Settings
 from graphmem.errors import InvalidInputError
-from graphmem.evaluation.links import ARMS, LinksConfig, arm_note_id, arm_tag, run_links_eval
+from graphmem.evaluation.links import ARMS, STRONGEST, LinksConfig, arm_note_id, arm_tag, run_links_eval
 from graphmem.evaluation.locomo import load_locomo, note_id
 from graphmem.evaluation.qa import QAConfig, run_qa_eval
 from graphmem.evaluation.report import write_outputs
@@ -163,6 +163,10 @@ async def test_connectivity_and_arms_on_a_scripted_ingest(
                 (fresh,) = embedder.embed_documents([embed_text(note, svc.settings.embed_text_variant)])
                 assert float(np.dot(fresh, rec["embedding"])) > 0.999
                 assert float(np.dot(source_vectors[src_id], rec["embedding"])) < 0.999
+            elif evolution_on == STRONGEST:  # D2:3 evolved D1:1 with no link to it: D1:3's evolution stays
+                expected = EVOLUTIONS["D1:3"][0][1] if d == "D1:1" else evolved_now[d].context
+                assert rec["context"] == expected and arms[arm]["evolved"] == 3
+                assert rec["embedding"] == pytest.approx(source_vectors[src_id])
             elif evolution_on:
                 assert rec["context"] == evolved_now[d].context
                 assert rec["embedding"] == pytest.approx(source_vectors[src_id])

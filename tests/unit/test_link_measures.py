@@ -255,6 +255,35 @@ def test_arm_records_drop_llm_links_and_revert_evolutions() -> None:
     assert arm_note_id("neither", long_id) != arm_note_id("neither", long_id[:-1] + "y")
 
 
+def test_the_strongest_evolution_arm_keeps_only_what_each_add_evolved_through_its_strongest_link() -> None:
+    def scored(target: str, strength: float) -> dict[str, Any]:
+        return {**_link(target), "strength": strength}
+
+    a_versions = [_version(1, "b", "orig"), _version(2, "c", "after b"), _version(3, "d", "after c")]
+    e_versions = [_version(1, "c", "e orig")]
+    records = [
+        _rec("a", embedding=[1.0], context="after d", tags=["t4"], keywords=["k4"], version=4),
+        _rec("e", embedding=[3.0], context="e after c", version=2),
+        _rec("b", scored("a", 0.9), scored("x", 0.5), _link("a", "FOLLOWS", FOLLOWS_REASON)),  # a: strongest
+        _rec("c", scored("a", 0.4), scored("e", 0.3), scored("y", 0.8)),  # neither a nor e: y is stronger
+        _rec("d", scored("a", 0.7), scored("z", 0.7)),  # a tie: both count as the strongest
+    ]
+    originals = {"a": a_versions[0], "e": e_versions[0]}
+    histories = {"a": a_versions, "e": e_versions}
+    arm = {r["id"]: r for r in arm_records(records, "strongest-evolution", originals, histories)}
+    # a's last kept evolution is d's (its values are the note's own), its search vector is kept
+    assert (arm["ao-a"]["context"], arm["ao-a"]["version"], arm["ao-a"]["embedding"]) == ("after d", 4, [1.0])
+    # e was evolved only by c, whose strongest link is y: back to its original values, re-embedded
+    assert (arm["ao-e"]["context"], arm["ao-e"]["version"]) == ("e orig", 1) and "embedding" not in arm["ao-e"]
+    assert len(arm["ao-b"]["links"]) == 3  # the links are all kept
+
+    # without d's evolution, a keeps the values b's evolution gave it, not c's
+    no_d = [records[0], records[1], records[2], records[3], _rec("d", scored("z", 0.7))]
+    arm = {r["id"]: r for r in arm_records(no_d, "strongest-evolution", originals, histories)}
+    assert (arm["ao-a"]["context"], arm["ao-a"]["tags"], arm["ao-a"]["version"]) == ("after b", ["t2"], 2)
+    assert arm["ao-a"]["embedding"] == [1.0]
+
+
 def test_paired_bootstrap() -> None:
     same = paired_bootstrap([0.5, 1.0, 0.0], [0.5, 1.0, 0.0], 200, 0)
     assert same == {"mean": 0.0, "ci95_low": 0.0, "ci95_high": 0.0}

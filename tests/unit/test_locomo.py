@@ -128,6 +128,11 @@ def test_tag_names_the_configuration() -> None:
     ):
         assert derive_tag(base) != derive_tag(base.model_copy(update=write_path)), write_path
     assert "-elv-" in derive_tag(base)
+    # how many neighbours an add evolves names the ingest only where evolution is on
+    evolving = base.model_copy(update={"enable_evolution": True})
+    assert derive_tag(evolving) != derive_tag(evolving.model_copy(update={"evolution_neighbours": 0}))
+    still = base.model_copy(update={"enable_evolution": False})
+    assert derive_tag(still) == derive_tag(still.model_copy(update={"evolution_neighbours": 0}))
 
 
 def test_full_context_renders_every_turn_under_its_session_date(convs: list) -> None:

@@ -82,10 +82,12 @@ class PairwiseDecider:
         threshold: float,
         links: bool = True,
         evolution: bool = True,
+        evolve_at_most: int = 0,
         ask_reasons: bool = False,
     ) -> None:
         self.llm, self.candidates, self.threshold = llm, candidates, threshold
         self.links, self.evolution, self.ask_reasons = links, evolution, ask_reasons
+        self.evolve_at_most = evolve_at_most
 
     async def decide(self, note: Note, neighbours: Sequence[Note], usage: Usage) -> EvolutionPlan:
         plan = await decide_pairwise(
@@ -97,6 +99,7 @@ class PairwiseDecider:
             threshold=self.threshold,
             links=self.links,
             evolution=self.evolution,
+            evolve_at_most=self.evolve_at_most,
             ask_reasons=self.ask_reasons,
         )
         plan.candidates = [n.id for n in neighbours[: self.candidates]]
@@ -113,6 +116,7 @@ def decider_for(settings: Settings, llm: LLMSource) -> LinkDecider:
             threshold=settings.link_threshold,
             links=settings.enable_links,
             evolution=settings.evolution_enabled,
+            evolve_at_most=settings.evolution_neighbours,
             ask_reasons=settings.link_reasons == "llm",
         )
     return JointDecider(llm, links=settings.enable_links, evolution=settings.evolution_enabled)
@@ -143,13 +147,15 @@ async def decide_pairwise(
     threshold: float,
     links: bool = True,
     evolution: bool = True,
+    evolve_at_most: int = 0,
     ask_reasons: bool = False,
 ) -> EvolutionPlan:
     """The pairwise decision: the ``candidates`` nearest neighbours are each judged by one yes/no
     question; a neighbour is linked when P(yes) >= ``threshold`` (the probability is the link's
     strength). Linked pairs get a reason: the words both notes use, or with ``ask_reasons`` the
     model's phrase (guarded; the shared words when refused); with evolution on, a proposed new
-    context for the neighbour (screened later)."""
+    context for the ``evolve_at_most`` linked neighbours of the highest P(yes), nearest first on a
+    tie (0: every linked neighbour), screened later."""
     plan = EvolutionPlan()
     judged = list(neighbours[:candidates])
     if not judged or not (links or evolution):
@@ -164,10 +170,11 @@ async def decide_pairwise(
         return plan
     reasons: list[str | None] = [None] * len(linked)
     contexts: list[str | None] = [None] * len(linked)
+    evolved = strongest(linked, evolve_at_most) if evolution else []
     try:
         asked = await asyncio.gather(
             *(_reason(llm, n, note, usage) for n, _ in linked if links and ask_reasons),
-            *(_context(llm, n, note, usage) for n, _ in linked if evolution),
+            *(_context(llm, linked[i][0], note, usage) for i in evolved),
         )
     except LLMError as exc:
         log.warning("link reasons or evolution failed, links kept with plain reasons: %s", exc)
@@ -175,8 +182,8 @@ async def decide_pairwise(
     else:
         if links and ask_reasons:
             reasons, asked = list(asked[: len(linked)]), asked[len(linked) :]
-        if evolution:
-            contexts = list(asked)
+        for i, proposed in zip(evolved, asked, strict=True):
+            contexts[i] = proposed
     for (n, p), reason, context in zip(linked, reasons, contexts, strict=True):
         if links:
             reason = _checked(reason, note, n, plan.rejected) if ask_reasons else guards.shared_words_reason(note, n)
@@ -186,6 +193,15 @@ async def decide_pairwise(
         if evolution and context and norm(context) != norm(n.context):
             plan.updates.append(NeighbourEvolution(before=n, context=context, tags=n.tags, keywords=n.keywords))
     return plan
+
+
+def strongest(linked: Sequence[tuple[Note, float]], at_most: int) -> list[int]:
+    """Positions in ``linked`` of the ``at_most`` highest probabilities (all when 0), in their order;
+    a tie goes to the earlier (nearer) candidate."""
+    if at_most <= 0 or at_most >= len(linked):
+        return list(range(len(linked)))
+    ranked = sorted(range(len(linked)), key=lambda i: (-linked[i][1], i))
+    return sorted(ranked[:at_most])
 
 
 def _checked(reason: str | None, note: Note, target: Note, rejected: list[str]) -> str:
