@@ -95,6 +95,9 @@ _ARM_CODES = {
     "no-supersession": "as",
     "with-context": "ac",
 }
+# Arms also compared with an arm other than full (arm minus the other): the cheaper evolution
+# against none, the comparison that decides whether it is on by default.
+ARM_PAIRS: tuple[tuple[str, str], ...] = (("strongest-evolution", "no-evolution"),)
 TARGET_RATIO = 2.0  # issue 18: evidence connectivity through LLM links at least 2x the random rate
 EMBEDDING_CHECK_MIN_COSINE = 0.999
 
@@ -731,6 +734,18 @@ def ablation_summary(parts: Mapping[str, list[Any]], mode: str, k: int, cfg: Lin
     arms = {arm: {**ARMS[arm]._asdict(), **summarise(m, (k,))[mode]} for arm, m in merged.items()}
     metric = f"budget_recall@{k}"
     full = merged["full"][mode][k]
+
+    def by_category(a: Any, b: Any) -> dict[str, Any]:
+        return {
+            str(cat): paired_bootstrap(
+                [x for x, c in zip(a.budget_recall, a.category, strict=True) if c == cat],
+                [x for x, c in zip(b.budget_recall, b.category, strict=True) if c == cat],
+                cfg.bootstrap,
+                cfg.seed,
+            )
+            for cat in sorted(set(a.category))
+        }
+
     deltas: dict[str, Any] = {}
     for arm, m in merged.items():
         if arm == "full":
@@ -739,16 +754,16 @@ def ablation_summary(parts: Mapping[str, list[Any]], mode: str, k: int, cfg: Lin
         deltas[arm] = {
             "full_minus_arm": paired_bootstrap(full.budget_recall, acc.budget_recall, cfg.bootstrap, cfg.seed),
             "all_evidence_full_minus_arm": paired_bootstrap(full.budget_hit, acc.budget_hit, cfg.bootstrap, cfg.seed),
-            "by_category": {
-                str(cat): paired_bootstrap(
-                    [x for x, c in zip(full.budget_recall, full.category, strict=True) if c == cat],
-                    [x for x, c in zip(acc.budget_recall, acc.category, strict=True) if c == cat],
-                    cfg.bootstrap,
-                    cfg.seed,
-                )
-                for cat in sorted(set(full.category))
-            },
+            "by_category": by_category(full, acc),
         }
+    pairs: dict[str, Any] = {}
+    for a, b in ARM_PAIRS:
+        if a in merged and b in merged:
+            x, y = merged[a][mode][k], merged[b][mode][k]
+            pairs[f"{a} - {b}"] = {
+                "arm_minus_other": paired_bootstrap(x.budget_recall, y.budget_recall, cfg.bootstrap, cfg.seed),
+                "by_category": by_category(x, y),
+            }
     return {
         "mode": mode,
         "k": k,
@@ -756,4 +771,5 @@ def ablation_summary(parts: Mapping[str, list[Any]], mode: str, k: int, cfg: Lin
         "questions": len(full.recall),
         "arms": arms,
         "deltas": deltas,
+        "pairs": pairs,
     }

@@ -498,6 +498,13 @@ def links_markdown(result: dict[str, Any]) -> str:
                 + " | ".join(_ci(d[a]["by_category"].get(cat)) for a in others)
                 + " |"
             )
+        for name, pair in (ab.get("pairs") or {}).items():
+            lines += [
+                "",
+                f"`{name}` (paired, 95% bootstrap interval): overall {_ci(pair['arm_minus_other'])}; "
+                + "; ".join(f"{_cat_label(cat)} {_ci(pair['by_category'].get(cat))}" for cat in cats)
+                + ".",
+            ]
         hit = f"budget_hit@{k}"
         if any(hit in ab["arms"][a]["overall"] for a in arms):
             lines += [

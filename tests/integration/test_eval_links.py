@@ -193,6 +193,13 @@ async def test_connectivity_and_arms_on_a_scripted_ingest(
         assert 0.0 <= data["overall"]["budget_recall@10"] <= 1.0
         assert 0.0 <= data["overall"]["budget_hit@10"] <= data["overall"]["budget_recall@10"]
     assert set(ab["deltas"]) == set(ARMS) - {"full"}
+    # the cheaper evolution against none, paired over the same questions
+    pair = ab["pairs"]["strongest-evolution - no-evolution"]["arm_minus_other"]
+    gap = (
+        ab["arms"]["strongest-evolution"]["overall"]["budget_recall@10"]
+        - ab["arms"]["no-evolution"]["overall"]["budget_recall@10"]
+    )
+    assert pair["mean"] == pytest.approx(gap) and pair["ci95_low"] <= pair["mean"] <= pair["ci95_high"]
     # with-context: the same notes found, each written with its context, so the budget holds fewer of them
     bare, wordy = ab["arms"]["full"]["overall"], ab["arms"]["with-context"]["overall"]
     assert wordy["recall@10"] == bare["recall@10"] and wordy["tokens@10"] > bare["tokens@10"]
@@ -204,6 +211,7 @@ async def test_connectivity_and_arms_on_a_scripted_ingest(
     md = written["markdown"].read_text()
     assert "Evidence connectivity" in md and "| overall | 11 |" in md and "no-evolution" in md
     assert "full - no-enrichment" in md and "every evidence turn inside the budget" in md
+    assert "`strongest-evolution - no-evolution` (paired" in md
     assert written["plot"].stat().st_size > 1000
     assert json.loads(written["json"].read_text())["kind"] == "links"
 
