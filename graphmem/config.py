@@ -120,14 +120,14 @@ class Settings(BaseSettings):
     enable_evolution: bool | None = Field(
         None, description="LLM updates neighbours after a new note; unset = on, off for the local model"
     )
-    # One call per linked neighbour was 2.85 calls and ~620 tokens per note on conv-30; the strongest
-    # link's neighbour alone keeps what evolution bought there (docs/evaluation.md, "Evolution of the
-    # strongest link").
+    # One call per linked neighbour was 2.85 calls per note on conv-30; the strongest link's alone is
+    # one call, and kept most of the recall but measured lower answers (docs/evaluation.md, "Evolution
+    # of the strongest link"): 0 keeps A-MEM's behaviour, 1 is the cheaper one.
     evolution_neighbours: int = Field(
-        1,
+        0,
         ge=0,
         le=50,
-        description="pairwise: linked neighbours one add evolves, strongest link first (0: every linked one)",
+        description="pairwise: linked neighbours one add evolves, strongest link first (0: every linked one; 1: one call per note)",
     )
     # Re-embedding an evolved neighbour moved it away from the questions about what it says (LoCoMo
     # ablation: recall 0.745 with, 0.863 without evolution); A-MEM's evaluation kept the old vectors too.

@@ -162,8 +162,8 @@ def derive_tag(settings: Settings) -> str:
             settings.supersession_candidates,
             settings.supersession_threshold,
             settings.supersession_gate,
-            # only where evolution is on, so that the tags of ingests without it stay as they were
-            *([settings.evolution_neighbours] if settings.evolution_enabled else []),
+            # only where it changes what an ingest stores, so that earlier tags stay as they were
+            *([settings.evolution_neighbours] if settings.evolution_enabled and settings.evolution_neighbours else []),
         ]
     )
     digest = hashlib.sha256(key.encode()).hexdigest()[:6]

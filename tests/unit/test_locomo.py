@@ -130,9 +130,9 @@ def test_tag_names_the_configuration() -> None:
     assert "-elv-" in derive_tag(base)
     # how many neighbours an add evolves names the ingest only where evolution is on
     evolving = base.model_copy(update={"enable_evolution": True})
-    assert derive_tag(evolving) != derive_tag(evolving.model_copy(update={"evolution_neighbours": 0}))
+    assert derive_tag(evolving) != derive_tag(evolving.model_copy(update={"evolution_neighbours": 1}))
     still = base.model_copy(update={"enable_evolution": False})
-    assert derive_tag(still) == derive_tag(still.model_copy(update={"evolution_neighbours": 0}))
+    assert derive_tag(still) == derive_tag(still.model_copy(update={"evolution_neighbours": 1}))
 
 
 def test_full_context_renders_every_turn_under_its_session_date(convs: list) -> None:
