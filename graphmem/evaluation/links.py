@@ -425,14 +425,13 @@ def strongest_targets(records: Sequence[Mapping[str, Any]]) -> dict[str, set[str
 
 
 def kept_evolution(
-    record: Mapping[str, Any], versions: Sequence[NoteVersion], ids: set[str], strongest: Mapping[str, set[str]]
+    record: Mapping[str, Any], versions: Sequence[NoteVersion], strongest: Mapping[str, set[str]]
 ) -> dict[str, Any] | None:
     """A note's values after the last evolution that came from an add's strongest link (None: no
     evolution of it is kept). ``versions``: all its versions, oldest first; each holds the values its
     change replaced, so the values after a change are the next version's, or the note's own."""
-    kept = [
-        i for i, v in enumerate(versions) if v.changed_by in ids and record["id"] in strongest.get(v.changed_by, ())
-    ]
+    # ``strongest`` names only notes of the export: updates, repairs and rollbacks never match
+    kept = [i for i, v in enumerate(versions) if v.changed_by and record["id"] in strongest.get(v.changed_by, ())]
     if not kept:
         return None
     i = kept[-1]
@@ -461,7 +460,6 @@ def arm_records(
     embedding dropped (content alone); without updates, no supersession or conflict (derivations kept).
     """
     links_on, evolution_on, enrichment_on, updates_on, _context = ARMS[arm]
-    ids = {r["id"] for r in records}
     strongest = strongest_targets(records) if evolution_on == STRONGEST else {}
     out: list[dict[str, Any]] = []
     for r in records:
@@ -486,7 +484,7 @@ def arm_records(
             if updates_on or u["type"] == "DERIVED_FROM"
         ]
         kept = (
-            kept_evolution(r, (histories or {}).get(r["id"], ()), ids, strongest)
+            kept_evolution(r, (histories or {}).get(r["id"], ()), strongest)
             if evolution_on == STRONGEST and r["id"] in originals
             else None
         )
