@@ -90,6 +90,10 @@ class Settings(BaseSettings):
     local_llm_server: LocalServer = "auto"
     local_llm_parallel: int = Field(4, ge=1, le=64)
     local_llm_max_wait: float = Field(1800.0, gt=0)
+    # llama-server reuses the cached prefix of a slot's last prompt: faster, but a cached prefix and
+    # a recomputed one round differently, so the same prompt can get another greedy answer (llama.cpp's
+    # README says so). False: every prompt is processed whole and answers repeat (the evaluations).
+    local_llm_cache_prompt: bool = True
 
     # --- A-MEM algorithm and its ablation switches ---
     neighbour_k: int = Field(5, ge=0, le=50)

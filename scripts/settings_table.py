@@ -47,6 +47,8 @@ MEANING = {
     "local_llm_server": "auto = llama.cpp's llama-server (built by install.sh or `graphmem llm start`), else llama-cpp-python's server",
     "local_llm_parallel": "slots of llama-server: requests decoded together (continuous batching)",
     "local_llm_max_wait": "longest local call while llama-server makes progress (`GRAPHMEM_LLM_TIMEOUT` = longest without)",
+    "local_llm_cache_prompt": "llama-server reuses a slot's cached prompt prefix; `false` processes every prompt whole, so the "
+    "same prompt always gets the same answer (`graphmem eval` answers so)",
     "neighbour_k": "neighbours considered when linking / evolving a new note",
     "enable_enrichment": "LLM writes keywords, context, tags",
     "enable_links": "LLM links a new note to its neighbours",

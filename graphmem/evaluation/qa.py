@@ -123,6 +123,9 @@ class QAConfig:
     reference: bool = True  # the paper's Qwen2.5-1.5B rows beside the results (LoCoMo only)
     category_names: dict[int, str] = field(default_factory=lambda: dict(CATEGORY_NAMES))
     answers: Path | None = None  # the answers file; default <out>/answers.jsonl (several reports may share one)
+    # the local model's answers reuse llama-server's prompt cache (None: not the local model); the
+    # harness turns it off so that the same prompt gets the same answer in every run
+    answer_prompt_cache: bool | None = None
 
 
 def model_label(settings: Settings) -> str:
@@ -885,6 +888,7 @@ async def run_qa_eval(
         "enable_evolution": st.evolution_enabled,
         "embed_text_variant": st.embed_text_variant,
         "answer_shows_context": st.answer_shows_context,
+        "answer_prompt_cache": cfg.answer_prompt_cache,
         "meteor_uses_wordnet": metrics.meteor_uses_wordnet(),
         "category_names": {str(k): v for k, v in cfg.category_names.items()},
     }

@@ -102,7 +102,8 @@ def make_chat_model(
             model=model or settings.local_model,
             # ChatOpenAI sends only `max_completion_tokens`, which llama-cpp-python ignores:
             # without `max_tokens` a looping small model would generate until the context is full.
-            extra_body={"max_tokens": settings.llm_max_tokens},
+            extra_body={"max_tokens": settings.llm_max_tokens}
+            | ({} if settings.local_llm_cache_prompt else {"cache_prompt": False}),
             # Async calls time out when the server stops progressing, not after llm_timeout in all
             # (a busy machine is slow, not broken), and an abandoned call is cancelled on the server.
             http_async_client=local_async_client(

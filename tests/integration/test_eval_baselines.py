@@ -223,6 +223,7 @@ def test_cli_locomo_with_full_context_and_rag_baselines(
     from graphmem.interfaces.cli import evaluate as cli
 
     main = ScriptedChatModel(amem_responder(answer="Lisbon"))
+    answering = ScriptedChatModel(amem_responder(answer="Lisbon"))  # the local model without its prompt cache
     fc = ScriptedChatModel(amem_responder(answer="Lisbon"))
     started: list[Settings] = []
     stopped: list[bool] = []
@@ -231,7 +232,7 @@ def test_cli_locomo_with_full_context_and_rag_baselines(
         started.append(s)
         return fc, None, lambda: stopped.append(True)  # a server that does not say its slot size
 
-    monkeypatch.setattr(graphmem.local, "chat_model", lambda s: main)
+    monkeypatch.setattr(graphmem.local, "chat_model", lambda s: main if s.local_llm_cache_prompt else answering)
     monkeypatch.setattr(cli, "_full_context_model", fc_model)
     monkeypatch.setattr(cli, "_settings", lambda **kw: settings.model_copy(update={"local_llm_port": 18011}))
     tag, raw = _tag(), _tag()
@@ -251,11 +252,17 @@ def test_cli_locomo_with_full_context_and_rag_baselines(
         assert len(stopped) == len(started)  # what the run started, it stops
         assert data["config"]["full_context_limit"] == int((32768 - settings.llm_max_tokens - 300) / 1.15)
         assert data["full_context"]["tiny-2"]["fits"] is True
+        # memory and rag answered by the model that processes every prompt whole (repeatable answers);
+        # the ingest kept the cached one, and full context its own server with its cache
+        assert data["config"]["answer_prompt_cache"] is False
+        assert [step_of(c) for c in answering.calls] == ["answer"] * 6
+        assert "answer" not in {step_of(c) for c in main.calls}
+        assert [step_of(c) for c in fc.calls] == ["answer"] * 3
         assert {"qa.json", "qa.md", "answers.jsonl", "qa_f1_by_category.png"} <= {p.name for p in out.iterdir()}
-        calls = len(main.calls) + len(fc.calls)
+        calls = len(main.calls) + len(fc.calls) + len(answering.calls)
         res = CliRunner().invoke(app, [*args, "--baseline", "full-context,rag", "--sample", "3", "--out", str(out)])
         assert res.exit_code == 0, res.output
-        assert len(main.calls) + len(fc.calls) == calls  # resumed: nothing asked again
+        assert len(main.calls) + len(fc.calls) + len(answering.calls) == calls  # resumed: nothing asked again
         assert len(started) == 1  # ... and no full-context server started to score its answers again
         again = json.loads((out / "qa.json").read_text())["config"]["full_context_server"]
         assert again == data["config"]["full_context_server"]  # the report still says where they came from
@@ -267,7 +274,7 @@ def test_cli_locomo_with_full_context_and_rag_baselines(
         assert res.exit_code == 0, res.output
         curve_data = json.loads((curve / "qa.json").read_text())
         assert list(curve_data["systems"]) == ["memory@1000", "memory@2000", "full-context"]
-        assert len(main.calls) + len(fc.calls) == calls + 3  # only memory@2000 was asked (k=20)
+        assert len(main.calls) + len(fc.calls) + len(answering.calls) == calls + 3  # only memory@2000 (k=20)
         assert not (curve / "answers.jsonl").exists()
         assert "Budget curve" in (curve / "qa.md").read_text()
         res = CliRunner().invoke(app, [*args, "--baseline", "full-context,mem0", "--out", str(out)])

@@ -84,6 +84,14 @@ def test_local_request_carries_max_tokens(tmp_path: Path) -> None:
     assert payload["seed"] == 0
 
 
+def test_local_request_can_skip_the_prompt_cache(tmp_path: Path) -> None:
+    """llama-server's cache_prompt=false: every prompt processed whole, so answers repeat."""
+    chat = make_chat_model(make(tmp_path, llm_max_tokens=123, local_llm_cache_prompt=False))
+    assert isinstance(chat, ChatOpenAI)
+    payload = chat._get_request_payload([HumanMessage("hi")])
+    assert payload["extra_body"] == {"max_tokens": 123, "cache_prompt": False}
+
+
 def test_openai_provider(tmp_path: Path) -> None:
     s = make(tmp_path, llm_provider="openai", llm_api_key=SecretStr("sk-test"), llm_model="gpt-4o-mini")
     chat = make_chat_model(s)

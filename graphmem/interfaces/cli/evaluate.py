@@ -127,6 +127,11 @@ def full_context_settings(settings: Any, port: int | None, ctx: int) -> Any:
     )
 
 
+def repeatable_answers(settings: Any) -> Any:
+    """Settings of the local model for answers that repeat: every prompt processed whole."""
+    return settings.model_copy(update={"local_llm_cache_prompt": False})
+
+
 def served_slot_context(base_url: str, timeout: float = 5.0) -> int | None:
     """Tokens one slot of the llama-server at ``base_url`` holds (``/props``), None when it does not say."""
     import json
@@ -220,7 +225,15 @@ def _run_qa(
             finally:
                 await asyncio.to_thread(fc_done)
         model = await asyncio.to_thread(chat_model, settings)  # the local LLM starts off the event loop
-        async with await AsyncMemoryService.create(settings, chat_model=model) as svc:
+        # Answers without the prompt cache: a cached prefix rounds otherwise than a recomputed one and
+        # flipped 2 of 11 greedy answers between two runs of the same prompts (docs/evaluation.md).
+        # Full context on the main server needs its cache (the conversation is the prompt's prefix).
+        answering = None
+        if local:
+            cfg.answer_prompt_cache = wants_fc and fc_shared
+            if not cfg.answer_prompt_cache:
+                answering = await asyncio.to_thread(chat_model, repeatable_answers(settings))
+        async with await AsyncMemoryService.create(settings, chat_model=model, answer_model=answering) as svc:
             if fc_settings is None:
                 return await run_qa_eval(svc, convs, cfg, out, progress=update)
             fc_model, served, fc_done = await asyncio.to_thread(_full_context_model, fc_settings)
