@@ -820,6 +820,8 @@ async def run_qa_eval(
                                 # the first question of a conversation in this run fills the prompt cache
                                 rec["cache"] = "warm" if conv.sample_id in warmed else "cold"
                                 warmed.add(conv.sample_id)
+                            if arm.kind != "full-context" and cfg.answer_prompt_cache is not None:
+                                rec["prompt_cache"] = cfg.answer_prompt_cache  # False: the answer repeats
                             sink.write(json.dumps(rec, ensure_ascii=False) + "\n")
                             sink.flush()
                             done[key] = rec
@@ -888,7 +890,11 @@ async def run_qa_eval(
         "enable_evolution": st.evolution_enabled,
         "embed_text_variant": st.embed_text_variant,
         "answer_shows_context": st.answer_shows_context,
-        "answer_prompt_cache": cfg.answer_prompt_cache,
+        # answers of memory and rag in this report asked with the prompt cache, or before it was
+        # recorded (an older answers file): they may not repeat
+        "answers_maybe_cached": sum(
+            1 for r in records if r["system"] != "full-context" and r.get("prompt_cache") is not False
+        ),
         "meteor_uses_wordnet": metrics.meteor_uses_wordnet(),
         "category_names": {str(k): v for k, v in cfg.category_names.items()},
     }

@@ -255,6 +255,13 @@ def test_cli_locomo_with_full_context_and_rag_baselines(
         # memory and rag answered by the model that processes every prompt whole (repeatable answers);
         # the ingest kept the cached one, and full context its own server with its cache
         assert data["config"]["answer_prompt_cache"] is False
+        assert data["config"]["answers_maybe_cached"] == 0
+        kept = [json.loads(line) for line in (out / "answers.jsonl").read_text().splitlines()]
+        assert {r["system"]: r.get("prompt_cache") for r in kept} == {
+            "memory": False,
+            "full-context": None,
+            "rag": False,
+        }
         assert [step_of(c) for c in answering.calls] == ["answer"] * 6
         assert "answer" not in {step_of(c) for c in main.calls}
         assert [step_of(c) for c in fc.calls] == ["answer"] * 3
