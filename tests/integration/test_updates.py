@@ -548,3 +548,32 @@ async def test_a_resumed_ingest_judges_the_notes_its_interrupted_run_stored(make
     flute = NoteInput(content="Bo: I switched to the flute.", event_time="2024-08-01")
     await again.ingest([*first, cello, flute], scope)
     assert asked_about_both(model2) == 0  # judged once: the resumed run marked them
+
+
+def test_cli_updates_answers_without_the_prompt_cache(settings: Any, tmp_path: Any, monkeypatch: Any) -> None:
+    """`eval updates` asks its questions as `eval locomo` does: on the local model without llama-server's
+    prompt cache (answers that repeat); the ingest and the decisions keep the cached model."""
+    import json
+
+    from typer.testing import CliRunner
+
+    import graphmem.local
+    from graphmem.interfaces.cli import app
+    from graphmem.interfaces.cli import evaluate as cli
+    from tests.fakes import ScriptedChatModel
+
+    main = ScriptedChatModel(updates_responder(moves))
+    answering = ScriptedChatModel(updates_responder(moves))
+    monkeypatch.setattr(graphmem.local, "chat_model", lambda s: main if s.local_llm_cache_prompt else answering)
+    local = settings.model_copy(
+        update={"local_llm_port": 18011, "link_decision": "pairwise", "enable_evolution": False}
+    )
+    monkeypatch.setattr(cli, "_settings", lambda **kw: local)
+    res = CliRunner().invoke(app, ["eval", "updates", "-c", "maya-moves", "--out", str(tmp_path / "u"), "--json"])
+    assert res.exit_code == 0, res.output
+    asked = json.loads((tmp_path / "u" / "updates.json").read_text())["supersession_on"]["overall"]["answers"]
+    questions = sum(v["asked"] for v in asked.values())
+    is_answer = ["answer questions" in str(c[0].content) for c in answering.calls]
+    assert questions > 0 and is_answer == [True] * questions
+    assert not any("answer questions" in str(c[0].content) for c in main.calls)
+    assert main.calls  # the ingest's steps

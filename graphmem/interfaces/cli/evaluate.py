@@ -676,13 +676,17 @@ def updates_cmd(
 
     async def main(update: Callable[[str, int, int], None]) -> dict[str, Any]:
         model = await asyncio.to_thread(chat_model, settings)  # the local LLM starts off the event loop
-        async with await AsyncMemoryService.create(settings, chat_model=model) as svc:
+        # the answers without the prompt cache, as `eval locomo` asks them (answers that repeat)
+        answering = await asyncio.to_thread(chat_model, repeatable_answers(settings))
+        async with await AsyncMemoryService.create(settings, chat_model=model, answer_model=answering) as svc:
             if probe:
                 return await run_probe(svc, cfg, progress=update)
             if not compare:
                 return await run_updates_eval(svc, cfg, progress=update)
             off = settings.model_copy(update={"enable_supersession": False})
-            async with await AsyncMemoryService.create(off, chat_model=model, embedder=svc.embedder) as base:
+            async with await AsyncMemoryService.create(
+                off, chat_model=model, embedder=svc.embedder, answer_model=answering
+            ) as base:
                 return await run_updates_eval(svc, cfg, progress=update, baseline=base)
 
     with progress_bars() as update:
