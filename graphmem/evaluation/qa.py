@@ -559,11 +559,13 @@ async def answer_with_full_context(
 
 
 async def judge_answer(svc: AsyncMemoryService, rec: dict[str, Any]) -> str | None:
-    """LLM judge (categories 1-4): CORRECT / WRONG, None when the judge's output stayed unusable."""
+    """LLM judge (categories 1-4): CORRECT / WRONG, None when the judge's output stayed unusable.
+    Asked through the answering model: the evaluation's is the one without the prompt cache, whose
+    verdicts repeat."""
     from langchain_core.messages import HumanMessage
 
     text = prompt("judge").format(question=rec["question"], gold=rec["gold"], prediction=rec["prediction"])
-    llm = await svc.llm_caller()
+    llm = await svc.answer_caller()
     verdict, _ = await llm.structured(JudgeVerdict, [HumanMessage(text)], Usage())
     return verdict.label if verdict is not None else None
 

@@ -194,6 +194,10 @@ class AsyncMemoryService:
         """The LLM the service calls (waits for a chat model that is still starting)."""
         return await self._chat.caller()
 
+    async def answer_caller(self) -> LLMCaller:
+        """The LLM that writes answers (``answer_model``, else the service's own)."""
+        return await self._answer.caller()
+
     @property
     def embedder(self) -> Embeddings:
         """The embedder of notes and queries (the add steps' own: replacing it here replaces it there)."""
@@ -688,7 +692,7 @@ class AsyncMemoryService:
     ) -> str:
         """The LLM's short answer to a question from a given context (``ask`` without the search;
         the evaluation's full-conversation baseline)."""
-        llm = await self._answer.caller()
+        llm = await self.answer_caller()
         text = await llm.text(answer_messages(question, context, instructions), usage or Usage())
         return text.strip()
 

@@ -8,7 +8,7 @@ import pytest
 from graphmem.config import Settings
 from graphmem.service.linking import JointDecider, PairwiseDecider
 from graphmem.service.memory import AsyncMemoryService
-from tests.fakes import ScriptedChatModel, amem_responder
+from tests.fakes import ScriptedChatModel, amem_responder, tool_reply
 from tests.memory_store import MemoryNoteStore, WordEmbeddings
 
 
@@ -31,8 +31,25 @@ async def test_one_chat_model_serves_every_role_unless_one_is_given() -> None:
     own = make(link_model=links)
     assert (await own.steps.decider.llm()).model is links  # type: ignore[attr-defined]
     assert (await own.steps.enrich_llm()) is (await own.llm_caller())
+    assert (await svc.answer_caller()) is (await svc.llm_caller())
+    answers = ScriptedChatModel(amem_responder())
+    third = make(answer_model=answers)
+    assert (await third.answer_caller()).model is answers
+    assert (await third.llm_caller()).model is not answers
     await svc.close()
     await own.close()
+    await third.close()
+
+
+async def test_the_evaluation_judge_asks_the_answering_model() -> None:
+    """The evaluation's answering model is the one without the prompt cache: its verdicts repeat."""
+    from graphmem.evaluation.qa import judge_answer
+
+    answers = ScriptedChatModel(lambda _: tool_reply("JudgeVerdict", {"reason": "same", "label": "CORRECT"}))
+    svc = make(answer_model=answers)
+    verdict = await judge_answer(svc, {"question": "Who?", "gold": "Pixel", "prediction": "Pixel"})
+    assert verdict == "CORRECT" and len(answers.calls) == 1
+    await svc.close()
 
 
 def test_a_given_decider_is_used_as_it_is() -> None:
