@@ -38,7 +38,7 @@ from graphmem.local.llama_server import (
     llama_server_command,
     llama_server_env,
 )
-from graphmem.local.process import file_lock, pid_alive, port_in_use, tail, terminate
+from graphmem.local.process import file_lock, keep_niceness, pid_alive, port_in_use, tail, terminate
 
 log = logging.getLogger(__name__)
 
@@ -338,6 +338,7 @@ class LocalLLM:
         if result.returncode != 0 or not result.stdout.strip().isdigit():
             raise LocalServiceError(f"could not launch the local LLM server: {result.stderr.strip()[-500:]}")
         pid = int(result.stdout.strip())
+        keep_niceness(pid)
         record = {
             "pid": pid,
             "port": self.port,

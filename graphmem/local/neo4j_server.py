@@ -30,7 +30,7 @@ from graphmem.errors import LocalServiceError, StoreUnavailableError
 from graphmem.local.java import find_java, has_module
 from graphmem.local.neo4j_dist import Neo4jDist
 from graphmem.local.neo4j_lines import LINES, line_of
-from graphmem.local.process import file_lock, pid_alive, port_in_use, tail, terminate
+from graphmem.local.process import file_lock, keep_niceness, pid_alive, port_in_use, tail, terminate
 
 Report = Callable[[str], None]
 
@@ -373,6 +373,7 @@ class LocalNeo4j:
                 cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 cwd=self.dir, start_new_session=True, close_fds=True,
             )  # fmt: skip
+        keep_niceness(proc.pid)
         self.pid_file.write_text(f"{proc.pid}\n")
         state = {
             "pid": proc.pid, "version": self.version, "bolt_uri": self.ends.bolt_uri,

@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import stat
+import subprocess
 import sys
 from pathlib import Path
 
@@ -191,6 +192,36 @@ def test_start_reuse_and_stop_llama_server(tmp_path: Path, monkeypatch: pytest.M
     finally:
         stopped = llm.stop()
     assert stopped and not llm.status().running
+
+
+@pytest.mark.skipif(not Path("/proc/self/autogroup").exists(), reason="the kernel has no autogroups")
+def test_a_niced_start_gives_the_server_session_its_niceness(tmp_path: Path) -> None:
+    """`nice -n 5 graphmem llm start`: the server runs in a session of its own, which the kernel's
+    autogroups schedule at nice 0 beside every other session unless the group is told."""
+    port = free_port()
+    script = f"""
+import os
+from pathlib import Path
+os.nice(5)
+from graphmem.local.llm_server import LocalLLM
+from tests.unit.test_llama_server import STAND_IN, fake_build, make
+tmp = Path({str(tmp_path)!r})
+s = make(tmp, local_model="qwen2.5-coder-0.5b", local_llm_port={port}, local_llm_parallel=1)
+fake_build(s.home, STAND_IN)
+llm = LocalLLM(s, show_progress=False)
+llm.ensure_model = lambda: tmp / "model.gguf"
+print(llm.start(timeout=60).pid)
+"""
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    pid = int(out.stdout.split()[-1])
+    niceness = min(19, os.getpriority(os.PRIO_PROCESS, 0) + 5)  # on top of the test run's own
+    try:
+        assert os.getpriority(os.PRIO_PROCESS, pid) == niceness
+        assert Path(f"/proc/{pid}/autogroup").read_text().split()[-1] == str(niceness)
+    finally:
+        LocalLLM(make(tmp_path, local_model="qwen2.5-coder-0.5b", local_llm_port=port), show_progress=False).stop()
 
 
 def test_a_loading_llama_server_is_recognised(tmp_path: Path) -> None:

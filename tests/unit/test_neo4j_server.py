@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,8 +21,6 @@ from graphmem.local.neo4j_server import LocalNeo4j, endpoints
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Settings come only from the test (CI exports NEO4J_URI and friends; no stray .env)."""
-    import os
-
     for name in list(os.environ):
         if name.startswith(("NEO4J_", "GRAPHMEM_")) or name == "OPENAI_API_KEY":
             monkeypatch.delenv(name)
@@ -153,6 +155,35 @@ def test_java_command_sets_the_heap(tmp_path: Path) -> None:
     assert cmd[:3] == ["/usr/bin/java", "-Xms768m", "-Xmx768m"]
     assert "org.neo4j.server.CommunityEntryPoint" in cmd and "--console-mode" in cmd
     assert any(arg.startswith("--config-dir=") and arg.endswith("/neo4j/server/conf") for arg in cmd)
+
+
+@pytest.mark.skipif(not Path("/proc/self/autogroup").exists(), reason="the kernel has no autogroups")
+def test_a_niced_start_gives_the_server_session_its_niceness(tmp_path: Path) -> None:
+    """`nice -n 5 graphmem neo4j start`: the JVM runs in a session of its own, which the kernel's
+    autogroups schedule at nice 0 beside every other session unless the group is told."""
+    java = tmp_path / "java"
+    java.write_text("#!/bin/sh\nexec sleep 60\n")  # stands in for the JVM: a process to schedule
+    java.chmod(0o755)
+    script = f"""
+import os
+from pathlib import Path
+os.nice(5)
+from graphmem.config import Settings
+from graphmem.local.neo4j_server import LocalNeo4j
+server = LocalNeo4j(Settings(home=Path({str(tmp_path)!r})))
+server.dir.mkdir(parents=True)
+print(server._spawn({str(java)!r}).pid)
+"""
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr[-2000:]
+    pid = int(out.stdout.split()[-1])
+    niceness = min(19, os.getpriority(os.PRIO_PROCESS, 0) + 5)  # on top of the test run's own
+    try:
+        assert os.getpriority(os.PRIO_PROCESS, pid) == niceness
+        assert Path(f"/proc/{pid}/autogroup").read_text().split()[-1] == str(niceness)
+    finally:
+        os.kill(pid, signal.SIGKILL)
 
 
 def test_pom_and_completeness(tmp_path: Path) -> None:
