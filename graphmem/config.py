@@ -162,6 +162,9 @@ class Settings(BaseSettings):
     search_k: int = Field(10, ge=1, le=LIMITS.k_max)
     search_mode: SearchMode = SearchMode.HYBRID
     links_per_hit: int = Field(3, ge=0, le=50)
+    answer_links_per_hit: int | None = Field(
+        None, ge=0, le=50, description="linked notes per hit in `ask`'s context (unset: links_per_hit)"
+    )
     # A pool that does not depend on k makes the results for different k nest (budget recall monotone).
     search_pool: int = Field(
         40, ge=1, le=1000, description="links/hybrid: vector candidates ranked before the cut (full-text: half)"

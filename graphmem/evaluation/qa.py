@@ -309,6 +309,7 @@ def _memory_key(settings: Settings, tag: str, mode: Any, k: int, budget: int, cf
             "answers-v1",
             # Appended only when off, so that answers written before the setting existed keep their keys.
             *([] if settings.answer_shows_context else ["answer-content-only"]),
+            *([] if settings.answer_links_per_hit is None else [f"answer-links-{settings.answer_links_per_hit}"]),
             answer_rules_digest(),
         ]
     )
@@ -887,6 +888,7 @@ async def run_qa_eval(
         "k": cfg.k or st.search_k,
         "context_token_budget": cfg.token_budget or st.context_token_budget,
         "links_per_hit": st.links_per_hit,
+        "answer_links_per_hit": st.links_per_hit if st.answer_links_per_hit is None else st.answer_links_per_hit,
         "enable_enrichment": st.enable_enrichment,
         "enable_links": st.enable_links,
         "enable_evolution": st.evolution_enabled,

@@ -589,6 +589,7 @@ class AsyncMemoryService:
         query_embedding: Sequence[float] | None = None,
         history: bool = False,
         as_of: datetime | str | None = None,
+        links_per_hit: int | None = None,
     ) -> list[SearchHit]:
         """Top-k notes of the scope for a query; each hit says how it was found.
 
@@ -597,9 +598,13 @@ class AsyncMemoryService:
         ``query_embedding`` skips embedding the query (benchmarks); ``usage`` collects the time.
         Memory that changes (issue 28): a superseded hit gives its place to its current note, marked
         with the dated history of what it superseded (``SearchHit.timeline``); ``history=True`` keeps
-        every hit, marked; ``as_of`` gives the state at that time.
+        every hit, marked; ``as_of`` gives the state at that time. ``links_per_hit``: linked notes
+        each hit may bring (default: the setting).
         """
         k = check_bound(self.settings.search_k if k is None else k, 1, LIMITS.k_max, "k")
+        per_hit = check_bound(
+            self.settings.links_per_hit if links_per_hit is None else links_per_hit, 0, 50, "links_per_hit"
+        )
         search_mode = SearchMode.parse(mode or self.settings.search_mode)
         query = validate_content(query, self.settings.max_content_chars, what="query")
         if filters is not None and not isinstance(filters, SearchFilters):
@@ -623,7 +628,7 @@ class AsyncMemoryService:
                 mode=search_mode,
                 filters=filters,
                 over_fetch=self.settings.over_fetch_ratio,
-                per_hit=self.settings.links_per_hit,
+                per_hit=per_hit,
                 pool=self.settings.search_pool,
                 text_weight=self.settings.fulltext_weight,
                 common_share=self.settings.common_word_share,
@@ -665,7 +670,15 @@ class AsyncMemoryService:
         asked = updates.asks_about(question) if default else None
         both = default and asked != "now"
         hits = await self.search(
-            question, scope, k=k, mode=mode, filters=filters, usage=usage, history=history or both, as_of=as_of
+            question,
+            scope,
+            k=k,
+            mode=mode,
+            filters=filters,
+            usage=usage,
+            history=history or both,
+            as_of=as_of,
+            links_per_hit=self.settings.answer_links_per_hit,
         )
         if both:
             hits = await updates.with_current(self.store, hits, scope)

@@ -293,6 +293,7 @@ class MemoryService:
         query_embedding: Sequence[float] | None = None,
         history: bool = False,
         as_of: datetime | str | None = None,
+        links_per_hit: int | None = None,
     ) -> list[SearchHit]:
         return self._loop.run(
             self.aio.search(
@@ -305,6 +306,7 @@ class MemoryService:
                 query_embedding=query_embedding,
                 history=history,
                 as_of=as_of,
+                links_per_hit=links_per_hit,
             )
         )
 

@@ -429,6 +429,20 @@ async def test_ask_leaves_the_llm_context_out_when_told(make_service: Any, scope
         assert (f"(context: {added.note.context}" in prompt) is shown
 
 
+async def test_ask_can_leave_the_linked_notes_out_of_its_context(make_service: Any, scope: Scope) -> None:
+    # The search keeps its links; the answer context brings as many per hit as answer_links_per_hit.
+    for per_hit in (None, 0):
+        svc, _ = await make_service(amem_responder(answer="a car"), answer_links_per_hit=per_hit)
+        await svc.add(f"Evan bought a vintage red convertible car ({per_hit}).", scope)
+        await svc.add(f"Evan drove his convertible to the coast on the weekend ({per_hit}).", scope)
+        await svc.add(f"The weather in Oslo was cold and snowy ({per_hit}).", scope)
+        query = f"red convertible ({per_hit})"
+        assert any("link" in h.found_by for h in await svc.search(query, scope, k=2, mode="links"))
+        assert not any("link" in h.found_by for h in await svc.search(query, scope, k=2, mode="links", links_per_hit=0))
+        asked = await svc.ask(query, scope, k=2, mode="links")
+        assert any("link" in h.found_by for h in asked.notes) is (per_hit is None)
+
+
 async def test_update_keeps_version_and_reembeds(make_service: Any, scope: Scope, graph: Any) -> None:
     svc, _ = await make_service()
     a = await svc.add("Sam likes hiking in the Alps.", scope)

@@ -523,3 +523,13 @@ def test_llm_stop_names_the_full_context_server(tmp_path: Path, monkeypatch: pyt
     assert json.loads(res.stdout) == {"stopped": False}
     assert not (state / "server-full-context.json").exists()
     assert CliRunner().invoke(app, ["llm", "stop", "--name", "other"]).exit_code != 0
+
+
+def test_answers_from_a_context_without_links_have_keys_of_their_own() -> None:
+    cfg = QAConfig(systems=("memory",))
+
+    def key(**kw: object) -> str:
+        return resolve_arms(Settings(**kw), cfg, "t", "raw")[0].key  # type: ignore[arg-type]
+
+    assert key() == key(answer_links_per_hit=None)  # answers given before the setting keep their keys
+    assert len({key(), key(answer_links_per_hit=0), key(answer_links_per_hit=3), key(links_per_hit=0)}) == 4

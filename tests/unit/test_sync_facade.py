@@ -12,9 +12,9 @@ from graphmem.service.add_steps import AddSteps
 from graphmem.service.memory import AsyncMemoryService
 from graphmem.service.sync import MemoryService
 
-# Not mirrored, on purpose: `create` is the facade's constructor; `llm_caller` returns an object
-# whose methods are coroutines, useless without an event loop.
-ASYNC_ONLY = {"create", "llm_caller"}
+# Not mirrored, on purpose: `create` is the facade's constructor; `llm_caller` and `answer_caller`
+# return an object whose methods are coroutines, useless without an event loop.
+ASYNC_ONLY = {"create", "llm_caller", "answer_caller"}
 SYNC_ONLY = {"close", "run", "loop", "settings", "aio"}  # the facade's own lifecycle and loop access
 
 
