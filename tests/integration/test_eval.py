@@ -102,6 +102,22 @@ async def test_conversation_turns_follow_each_other_and_expand_one_hop(make_serv
     assert links["recall@1"] >= vec["recall@1"]
 
 
+@aio
+async def test_the_budgeted_measures_follow_what_ask_packs(make_service: Any, cleanup: list[Scope]) -> None:
+    # ask's context without linked notes: the search still brings them, the budget measures do not.
+    svc, _ = await make_service(answer_links_per_hit=0)
+    convs = load_locomo(FIXTURE)[:1]
+    tag = _tag()
+    cleanup.append(scope_for(tag, "tiny-1"))
+    result = await run_retrieval_eval(svc, convs, RetrievalConfig(ks=(1, 5), modes=("vector", "links"), tag=tag))
+    vec, links = result["modes"]["vector"]["overall"], result["modes"]["links"]["overall"]
+    assert links["notes@1"] > vec["notes@1"] == 1.0
+    for k in (1, 5):
+        assert links[f"budget_recall@{k}"] == vec[f"budget_recall@{k}"]
+        assert links[f"budget_tokens@{k}"] == vec[f"budget_tokens@{k}"]
+    assert result["config"]["answer_links_per_hit"] == 0
+
+
 def _qa_responder() -> Callable[[list[BaseMessage]], AIMessage]:
     base = amem_responder(answer="Pixel")
 
