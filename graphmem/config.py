@@ -162,8 +162,12 @@ class Settings(BaseSettings):
     search_k: int = Field(10, ge=1, le=LIMITS.k_max)
     search_mode: SearchMode = SearchMode.HYBRID
     links_per_hit: int = Field(3, ge=0, le=50)
+    # ask packs its context from more hits and no linked notes: on conv-30 (81 questions, answers that
+    # repeat) 20 hits without links scored F1 +6.2 [+1.4, +11.2] over 10 hits with 3 links each at the
+    # same budget, temporal +9.4 [+0.8, +18.8] (docs/evaluation.md, "Linked notes in the answer").
+    answer_k: int = Field(20, ge=1, le=LIMITS.k_max, description="hits `ask` packs its context from (search: search_k)")
     answer_links_per_hit: int | None = Field(
-        None, ge=0, le=50, description="linked notes per hit in `ask`'s context (unset: links_per_hit)"
+        0, ge=0, le=50, description="linked notes per hit in `ask`'s context (unset: links_per_hit)"
     )
     # A pool that does not depend on k makes the results for different k nest (budget recall monotone).
     search_pool: int = Field(

@@ -104,7 +104,7 @@ class QAConfig:
     categories: tuple[int, ...] = (1, 2, 3, 4, 5)
     max_questions: int | None = None  # per conversation
     mode: str | None = None  # search mode; default settings.search_mode
-    k: int | None = None  # default settings.search_k
+    k: int | None = None  # default settings.answer_k (the hits ask packs)
     token_budget: int | None = None
     systems: tuple[str, ...] = (MEMORY,)  # see the module docstring; systems_for() builds the tuple
     cat5_prompt: Cat5Prompt = "options"
@@ -322,7 +322,7 @@ def default_raw_tag(settings: Settings) -> str:
 
 def resolve_arms(settings: Settings, cfg: QAConfig, tag: str, raw_tag: str) -> list[Arm]:
     mode = cfg.mode or settings.search_mode
-    base_k = cfg.k or settings.search_k
+    base_k = cfg.k or settings.answer_k
     base_budget = cfg.token_budget or settings.context_token_budget
     arms = []
     for system in cfg.systems:
@@ -599,7 +599,7 @@ def config_key(svc: AsyncMemoryService, tag: str, cfg: QAConfig) -> str:
     """The answers key of the ``memory`` system for this configuration."""
     s = svc.settings
     return _memory_key(
-        s, tag, cfg.mode or s.search_mode, cfg.k or s.search_k, cfg.token_budget or s.context_token_budget, cfg
+        s, tag, cfg.mode or s.search_mode, cfg.k or s.answer_k, cfg.token_budget or s.context_token_budget, cfg
     )
 
 
@@ -885,7 +885,7 @@ async def run_qa_eval(
         "llm_temperature": st.llm_temperature,
         "llm_seed": st.llm_seed,
         "search_mode": cfg.mode or st.search_mode,
-        "k": cfg.k or st.search_k,
+        "k": cfg.k or st.answer_k,
         "context_token_budget": cfg.token_budget or st.context_token_budget,
         "links_per_hit": st.links_per_hit,
         "answer_links_per_hit": st.links_per_hit if st.answer_links_per_hit is None else st.answer_links_per_hit,

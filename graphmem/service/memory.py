@@ -672,7 +672,7 @@ class AsyncMemoryService:
         hits = await self.search(
             question,
             scope,
-            k=k,
+            k=self.settings.answer_k if k is None else k,
             mode=mode,
             filters=filters,
             usage=usage,

@@ -77,7 +77,10 @@ async def test_bulk_turns_follow_in_order_and_a_rerun_repairs_nothing_twice(
 
 
 async def test_search_brings_the_turns_around_a_hit_and_ask_writes_them_dated(make_service: Any, scope: Scope) -> None:
-    svc, model = await make_service(amem_responder(answer="salmon"), enable_enrichment=False, search_mode="hybrid")
+    # ask packs the search's links here (answer_links_per_hit unset), to see the linked turns written
+    svc, model = await make_service(
+        amem_responder(answer="salmon"), enable_enrichment=False, search_mode="hybrid", answer_links_per_hit=None
+    )
     ids = await svc.add_many(
         [
             NoteInput(content=t, note_id=f"t{i}", event_time=w, follows=f"t{i - 1}" if i else None)

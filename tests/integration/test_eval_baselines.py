@@ -102,7 +102,7 @@ async def test_memory_budgets_and_baselines_side_by_side(
     rag = result["systems"]["rag"]["cost"]["overall"]
     assert 0 < rag["context_tokens"] <= 1000
     arms = result["config"]["arms"]
-    assert arms["memory@2000"]["k"] == 20 and arms["rag"]["kind"] == "rag"
+    assert arms["memory@2000"]["k"] == 2 * svc.settings.answer_k and arms["rag"]["kind"] == "rag"
 
     # full context: tiny-2 was refused (HTTP 400): failed, reported, never scored
     fc = result["systems"]["full-context"]

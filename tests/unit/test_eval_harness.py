@@ -244,9 +244,9 @@ def test_budget_arms_grow_k_and_share_answers_at_the_defaults() -> None:
     cfg = QAConfig(systems=("memory", "memory@500", "memory@1000", "memory@4000", "rag", "memory-no-llm"))
     arms = {a.system: a for a in resolve_arms(settings, cfg, "t", "raw")}
     base = arms["memory"]
-    assert (base.k, base.budget) == (settings.search_k, settings.context_token_budget)
+    assert (base.k, base.budget) == (settings.answer_k, settings.context_token_budget)
     assert arms["memory@1000"].record_key("c", 3) == base.record_key("c", 3)  # the same answers
-    assert arms["memory@500"].key != base.key and arms["memory@4000"].k == 40
+    assert arms["memory@500"].key != base.key and arms["memory@4000"].k == 4 * settings.answer_k
     assert arms["memory-no-llm"].key != base.key  # other notes, other answers
     assert arms["rag"].budget == base.budget and arms["rag"].k == cfg.rag_k
     # the memory's key is the one earlier answers files were written with
@@ -531,5 +531,6 @@ def test_answers_from_a_context_without_links_have_keys_of_their_own() -> None:
     def key(**kw: object) -> str:
         return resolve_arms(Settings(**kw), cfg, "t", "raw")[0].key  # type: ignore[arg-type]
 
-    assert key() == key(answer_links_per_hit=None)  # answers given before the setting keep their keys
-    assert len({key(), key(answer_links_per_hit=0), key(answer_links_per_hit=3), key(links_per_hit=0)}) == 4
+    old = key(answer_links_per_hit=None)  # the key answers given before the setting was added keep
+    assert len({old, key(), key(answer_links_per_hit=3), key(links_per_hit=0)}) == 4
+    assert resolve_arms(Settings(), cfg, "t", "raw")[0].k == Settings().answer_k  # the hits ask packs

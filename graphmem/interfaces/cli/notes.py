@@ -171,7 +171,9 @@ def ask(
     user: UserOpt = "default",
     agent: AgentOpt = "default",
     run: RunOpt = "default",
-    k: Annotated[int | None, typer.Option("-k")] = None,
+    k: Annotated[
+        int | None, typer.Option("-k", help="hits the context is packed from (default GRAPHMEM_ANSWER_K)")
+    ] = None,
     budget: Annotated[int | None, typer.Option(help="context token budget")] = None,
     history: HistoryOpt = False,
     as_of: AsOfOpt = None,
