@@ -163,7 +163,7 @@ class Settings(BaseSettings):
     search_mode: SearchMode = SearchMode.HYBRID
     links_per_hit: int = Field(3, ge=0, le=50)
     # ask packs its context from more hits and no linked notes: on conv-30 (81 questions, answers that
-    # repeat) 20 hits without links scored F1 +6.2 [+1.4, +11.2] over 10 hits with 3 links each at the
+    # repeat) 20 hits without links scored F1 +3.3 [-1.4, +7.9] over 10 hits with 3 links each at the
     # same budget, temporal +9.4 [+0.8, +18.8] (docs/evaluation.md, "Linked notes in the answer").
     answer_k: int = Field(20, ge=1, le=LIMITS.k_max, description="hits `ask` packs its context from (search: search_k)")
     answer_links_per_hit: int | None = Field(
@@ -308,6 +308,11 @@ class Settings(BaseSettings):
         if self.enable_evolution is not None:
             return self.enable_evolution
         return self.resolved_llm_provider != "local"
+
+    @property
+    def resolved_answer_links_per_hit(self) -> int:
+        """The linked notes per hit ``ask`` packs: ``answer_links_per_hit``, unset = ``links_per_hit``."""
+        return self.links_per_hit if self.answer_links_per_hit is None else self.answer_links_per_hit
 
     @property
     def resolved_link_decision(self) -> Literal["joint", "pairwise"]:

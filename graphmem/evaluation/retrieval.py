@@ -160,9 +160,8 @@ async def evaluate_conversation(
     qvecs = await svc.embedder.aembed_documents([q.question for q, _ in questions])
     budget = cfg.token_budget or svc.settings.context_token_budget
     # The budgeted measures are of what ask would pack: its own linked notes per hit when set apart.
-    ask_links = svc.settings.answer_links_per_hit
-    if ask_links == svc.settings.links_per_hit:
-        ask_links = None
+    ask_links = svc.settings.resolved_answer_links_per_hit
+    own_search = ask_links != svc.settings.links_per_hit
     full_notes = [notes_by_id[i] for i in ids if i in notes_by_id]
     full_budgeted = build_context(full_notes, budget, with_context=shown)
     full_kept = [full_notes[j].source_id for j in full_budgeted.used]
@@ -194,15 +193,15 @@ async def evaluate_conversation(
                     continue
                 if mode == "dense":
                     assert dense_order is not None
-                    found_ids = [ids[j] for j in dense_order[qi, :k]]
+                    found_ids = packed_ids = [ids[j] for j in dense_order[qi, :k]]
                 else:
                     hits = await svc.search(q.question, scope, k=k, mode=mode, query_embedding=qv)
-                    found_ids = [h.note.id for h in hits]
-                    if ask_links is not None:
+                    found_ids = packed_ids = [h.note.id for h in hits]
+                    if own_search:
                         asked = await svc.search(
                             q.question, scope, k=k, mode=mode, query_embedding=qv, links_per_hit=ask_links
                         )
-                        asked_ids = [h.note.id for h in asked]
+                        packed_ids = [h.note.id for h in asked]
                         hits = [*hits, *asked]
                     for h in hits:
                         notes_by_id.setdefault(h.note.id, h.note)
@@ -213,11 +212,9 @@ async def evaluate_conversation(
                 acc.hit.append(hit)
                 acc.tokens.append(build_context(found_notes, with_context=shown).tokens)
                 acc.notes.append(len(found_ids))
-                if mode != "dense" and ask_links is not None:
-                    found_notes = [notes_by_id[i] for i in asked_ids if i in notes_by_id]
-                    found = [n.source_id for n in found_notes]
-                ctx = build_context(found_notes, budget, with_context=shown)
-                br, bhit = _recall([found[j] for j in ctx.used], ev)
+                packed = [notes_by_id[i] for i in packed_ids if i in notes_by_id]
+                ctx = build_context(packed, budget, with_context=shown)
+                br, bhit = _recall([packed[j].source_id for j in ctx.used], ev)
                 acc.budget_recall.append(br)
                 acc.budget_hit.append(bhit)
                 acc.budget_tokens.append(ctx.tokens)
@@ -348,7 +345,7 @@ async def run_retrieval_eval(
             "embed_text_variant": s.embed_text_variant,
             "embedder": s.embedder,
             "links_per_hit": s.links_per_hit,
-            "answer_links_per_hit": s.links_per_hit if s.answer_links_per_hit is None else s.answer_links_per_hit,
+            "answer_links_per_hit": s.resolved_answer_links_per_hit,
             "over_fetch_ratio": s.over_fetch_ratio,
             "context_token_budget": cfg.token_budget or s.context_token_budget,
             "default_mode": default_mode,

@@ -678,7 +678,7 @@ class AsyncMemoryService:
             usage=usage,
             history=history or both,
             as_of=as_of,
-            links_per_hit=self.settings.answer_links_per_hit,
+            links_per_hit=self.settings.resolved_answer_links_per_hit,
         )
         if both:
             hits = await updates.with_current(self.store, hits, scope)

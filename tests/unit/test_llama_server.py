@@ -10,7 +10,6 @@ import os
 import re
 import shutil
 import stat
-import subprocess
 import sys
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from graphmem.local.llama_build import (
 )
 from graphmem.local.llama_server import choose_server, llama_server_command, llama_server_env
 from graphmem.local.llm_server import LocalLLM
+from tests.niced_start import assert_niced_with_its_group, start_niced
 from tests.unit.test_llm_clients import free_port
 
 
@@ -200,9 +200,7 @@ def test_a_niced_start_gives_the_server_session_its_niceness(tmp_path: Path) -> 
     autogroups schedule at nice 0 beside every other session unless the group is told."""
     port = free_port()
     script = f"""
-import os
 from pathlib import Path
-os.nice(5)
 from graphmem.local.llm_server import LocalLLM
 from tests.unit.test_llama_server import STAND_IN, fake_build, make
 tmp = Path({str(tmp_path)!r})
@@ -212,14 +210,9 @@ llm = LocalLLM(s, show_progress=False)
 llm.ensure_model = lambda: tmp / "model.gguf"
 print(llm.start(timeout=60).pid)
 """
-    root = Path(__file__).resolve().parents[2]
-    out = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr[-2000:]
-    pid = int(out.stdout.split()[-1])
-    niceness = min(19, os.getpriority(os.PRIO_PROCESS, 0) + 5)  # on top of the test run's own
+    pid = start_niced(script, timeout=120)
     try:
-        assert os.getpriority(os.PRIO_PROCESS, pid) == niceness
-        assert Path(f"/proc/{pid}/autogroup").read_text().split()[-1] == str(niceness)
+        assert_niced_with_its_group(pid)
     finally:
         LocalLLM(make(tmp_path, local_model="qwen2.5-coder-0.5b", local_llm_port=port), show_progress=False).stop()
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +14,7 @@ from graphmem.errors import LocalServiceError
 from graphmem.local.neo4j_dist import render_pom
 from graphmem.local.neo4j_lines import LINES, line_of
 from graphmem.local.neo4j_server import LocalNeo4j, endpoints
+from tests.niced_start import assert_niced_with_its_group, start_niced
 
 
 @pytest.fixture(autouse=True)
@@ -165,23 +164,16 @@ def test_a_niced_start_gives_the_server_session_its_niceness(tmp_path: Path) -> 
     java.write_text("#!/bin/sh\nexec sleep 60\n")  # stands in for the JVM: a process to schedule
     java.chmod(0o755)
     script = f"""
-import os
 from pathlib import Path
-os.nice(5)
 from graphmem.config import Settings
 from graphmem.local.neo4j_server import LocalNeo4j
 server = LocalNeo4j(Settings(home=Path({str(tmp_path)!r})))
 server.dir.mkdir(parents=True)
 print(server._spawn({str(java)!r}).pid)
 """
-    root = Path(__file__).resolve().parents[2]
-    out = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr[-2000:]
-    pid = int(out.stdout.split()[-1])
-    niceness = min(19, os.getpriority(os.PRIO_PROCESS, 0) + 5)  # on top of the test run's own
+    pid = start_niced(script, timeout=60)
     try:
-        assert os.getpriority(os.PRIO_PROCESS, pid) == niceness
-        assert Path(f"/proc/{pid}/autogroup").read_text().split()[-1] == str(niceness)
+        assert_niced_with_its_group(pid)
     finally:
         os.kill(pid, signal.SIGKILL)
 
