@@ -4,6 +4,7 @@ blocking facade ``MemoryService``. This package face is the core's public API fo
 
 from graphmem.models import NoteInput, SearchFilters, SearchMode
 from graphmem.service.answer_context import Context, build_context
+from graphmem.service.chat_model import OnFirstUse
 from graphmem.service.grounding import sentence_refusal, sentences, speaker_of
 from graphmem.service.memory import AsyncMemoryService, Progress
 from graphmem.service.sync import MemoryService
@@ -16,6 +17,7 @@ __all__ = [
     "Context",
     "MemoryService",
     "NoteInput",
+    "OnFirstUse",
     "Progress",
     "SearchFilters",
     "SearchMode",

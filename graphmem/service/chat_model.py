@@ -2,13 +2,16 @@
 
 It is handed in ready (``chat_model=``), or as a future the edge resolves in a worker thread while
 it starts the local model (REST and MCP lifespans: requests that need no LLM are served meanwhile),
-or, when nothing is given, built from the settings: a client for the configured endpoint (OpenAI,
+or as ``OnFirstUse`` (started when a call first needs it: a run that may need no model, such as an
+evaluation whose answers are all stored, starts none), or, when nothing is given, built from the settings: a client for the configured endpoint (OpenAI,
 a compatible server, or the local model's port, which ``graphmem llm start`` serves).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 from langchain_core.language_models import BaseChatModel
 
@@ -17,9 +20,17 @@ from graphmem.llm.calls import LLMCaller
 from graphmem.llm.clients import make_chat_model, structured_method
 from graphmem.llm.progress import release_chat_model
 
-# A ready model (or a ready caller, with its own retry policy), or one that is starting (None when
-# it resolves: build it from the settings).
-ChatModelSource = BaseChatModel | LLMCaller | asyncio.Future[BaseChatModel | None] | None
+
+@dataclass(frozen=True)
+class OnFirstUse:
+    """A model whose ``start`` runs when a call first needs it, once."""
+
+    start: Callable[[], Awaitable[BaseChatModel | None]]
+
+
+# A ready model (or a ready caller, with its own retry policy), one that is starting (None when it
+# resolves: build it from the settings), or one to start on first use.
+ChatModelSource = BaseChatModel | LLMCaller | asyncio.Future[BaseChatModel | None] | OnFirstUse | None
 
 _LOCAL_HINT = "is the local model running? Start it with `graphmem llm start` (GRAPHMEM_LOCAL_LLM_PORT)"
 
@@ -39,6 +50,8 @@ class ChatModelSlot:
         """ "ready", "starting" (the edge is still starting it), "failed: ..." or "on first use"."""
         if self._caller is not None:
             return "ready"
+        if isinstance(self._source, OnFirstUse):
+            return "on first use"
         if isinstance(self._source, asyncio.Future):
             if not self._source.done():
                 return "starting"
@@ -52,9 +65,11 @@ class ChatModelSlot:
         """The LLM caller; waits (without blocking the event loop) for a model that is starting, and
         raises what its start raised."""
         if self._caller is None:
+            if isinstance(self._source, OnFirstUse):  # set before any await: concurrent callers share one start
+                self._source = asyncio.ensure_future(self._source.start())
             source = self._source
             model = await source if isinstance(source, asyncio.Future) else source
-            assert not isinstance(model, LLMCaller)  # a given caller is used as it is (see __init__)
+            assert not isinstance(model, LLMCaller | OnFirstUse)  # a caller is used as given; a start ran above
             if self._caller is None:  # another task may have built it while this one waited
                 self._caller = self._build(model)
         return self._caller

@@ -232,7 +232,13 @@ def test_cli_locomo_with_full_context_and_rag_baselines(
         started.append(s)
         return fc, None, lambda: stopped.append(True)  # a server that does not say its slot size
 
-    monkeypatch.setattr(graphmem.local, "chat_model", lambda s: main if s.local_llm_cache_prompt else answering)
+    models_started: list[bool] = []
+
+    def local_model(s: Settings) -> ScriptedChatModel:
+        models_started.append(s.local_llm_cache_prompt)
+        return main if s.local_llm_cache_prompt else answering
+
+    monkeypatch.setattr(graphmem.local, "chat_model", local_model)
     monkeypatch.setattr(cli, "_full_context_model", fc_model)
     monkeypatch.setattr(cli, "_settings", lambda **kw: settings.model_copy(update={"local_llm_port": 18011}))
     tag, raw = _tag(), _tag()
@@ -267,10 +273,12 @@ def test_cli_locomo_with_full_context_and_rag_baselines(
         assert [step_of(c) for c in fc.calls] == ["answer"] * 3
         assert {"qa.json", "qa.md", "answers.jsonl", "qa_f1_by_category.png"} <= {p.name for p in out.iterdir()}
         calls = len(main.calls) + len(fc.calls) + len(answering.calls)
+        assert sorted(models_started) == [False, True]  # the ingest's model and the answers' one
         res = CliRunner().invoke(app, [*args, "--baseline", "full-context,rag", "--sample", "3", "--out", str(out)])
         assert res.exit_code == 0, res.output
         assert len(main.calls) + len(fc.calls) + len(answering.calls) == calls  # resumed: nothing asked again
         assert len(started) == 1  # ... and no full-context server started to score its answers again
+        assert len(models_started) == 2  # nor the local model: nothing needed it
         again = json.loads((out / "qa.json").read_text())["config"]["full_context_server"]
         assert again == data["config"]["full_context_server"]  # the report still says where they came from
         assert "full_context_settings" not in json.loads((out / "qa.json").read_text())["config"]

@@ -183,6 +183,31 @@ def test_no_tiktoken_on_construction(tmp_path: Path, monkeypatch: pytest.MonkeyP
         chat.with_structured_output(Analysis, method=structured_method(s))
 
 
+def test_a_model_on_first_use_starts_once_when_first_needed(tmp_path: Path) -> None:
+    """``OnFirstUse``: nothing starts until a call needs the model; concurrent first calls share one start."""
+    import asyncio
+
+    from graphmem.service import OnFirstUse
+    from graphmem.service.chat_model import ChatModelSlot
+
+    starts: list[int] = []
+    model = make_chat_model(make(tmp_path, llm_api_key=SecretStr("sk-test")))
+
+    async def start() -> ChatOpenAI:
+        starts.append(1)
+        await asyncio.sleep(0.01)  # a start that takes a while: the second caller arrives meanwhile
+        return model
+
+    async def run() -> None:
+        slot = ChatModelSlot(make(tmp_path), OnFirstUse(start))
+        assert slot.status() == "on first use" and not starts
+        first, second = await asyncio.gather(slot.caller(), slot.caller())
+        assert first is second and first.model is model
+        assert starts == [1] and slot.status() == "ready"
+
+    asyncio.run(run())
+
+
 # ---------------------------------------------------------------- GGUF assembly
 
 

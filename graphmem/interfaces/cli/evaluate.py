@@ -195,7 +195,7 @@ def _run_qa(
     from graphmem.evaluation.qa import pending_answers, run_qa_eval
     from graphmem.evaluation.report import write_outputs
     from graphmem.local import chat_model
-    from graphmem.service import AsyncMemoryService
+    from graphmem.service import AsyncMemoryService, OnFirstUse
 
     wants_fc = "full-context" in cfg.systems and not cfg.ingest_only
     local = settings.resolved_llm_provider == "local"
@@ -224,7 +224,9 @@ def _run_qa(
                     return await run_qa_eval(fc, convs, cfg, out, progress=update, full_context_svc=fc)
             finally:
                 await asyncio.to_thread(fc_done)
-        model = await asyncio.to_thread(chat_model, settings)  # the local LLM starts off the event loop
+        # The local LLM starts off the event loop when a call first needs it: a run whose ingest and
+        # answers are all stored only scores them again and starts no server.
+        model = OnFirstUse(lambda: asyncio.to_thread(chat_model, settings))
         # Answers without the prompt cache: a cached prefix rounds otherwise than a recomputed one and
         # flipped 2 of 11 greedy answers between two runs of the same prompts (docs/evaluation.md).
         # Full context on the main server needs its cache (the conversation is the prompt's prefix).
@@ -232,7 +234,7 @@ def _run_qa(
         if local:
             cfg.answer_prompt_cache = wants_fc and fc_shared
             if not cfg.answer_prompt_cache:
-                answering = await asyncio.to_thread(chat_model, repeatable_answers(settings))
+                answering = OnFirstUse(lambda: asyncio.to_thread(chat_model, repeatable_answers(settings)))
         async with await AsyncMemoryService.create(settings, chat_model=model, answer_model=answering) as svc:
             if fc_settings is None:
                 return await run_qa_eval(svc, convs, cfg, out, progress=update)
