@@ -312,6 +312,16 @@ ConcurrencyOpt = Annotated[
         help="notes in flight while ingesting, over all conversations (default GRAPHMEM_INGEST_CONCURRENCY)",
     ),
 ]
+ModeOpt = Annotated[SearchMode | None, typer.Option("--mode", help="search mode (default: setting)")]
+KOpt = Annotated[int | None, typer.Option("-k", help="notes retrieved per question (default: setting)")]
+TokenBudgetOpt = Annotated[int | None, typer.Option("--token-budget", help="context token budget of ask")]
+TagOpt = Annotated[
+    str | None, typer.Option("--tag", help="scope tag (default: derived from model and ablation settings)")
+]
+IngestOnlyOpt = Annotated[bool, typer.Option("--ingest-only", help="store the conversations, answer nothing")]
+SeedOpt = Annotated[
+    int, typer.Option("--seed", help="seed of the sample, the bootstrap and LoCoMo's category-5 option order")
+]
 
 
 @app.command("locomo")
@@ -323,8 +333,8 @@ def locomo_cmd(
     conversations: ConvOpt = None,
     sessions: SessOpt = None,
     max_questions: MaxQOpt = None,
-    mode: Annotated[SearchMode | None, typer.Option("--mode", help="search mode (default: setting)")] = None,
-    k: Annotated[int | None, typer.Option("-k", help="notes retrieved per question (default: setting)")] = None,
+    mode: ModeOpt = None,
+    k: KOpt = None,
     baseline: BaselineOpt = "none",
     baseline_only: BaselineOnlyOpt = False,
     sample: SampleOpt = None,
@@ -339,19 +349,17 @@ def locomo_cmd(
     temperature: Annotated[
         float | None, typer.Option("--temperature", help="LLM temperature (default: setting, 0)")
     ] = None,
-    tag: Annotated[
-        str | None, typer.Option("--tag", help="scope tag (default: derived from model and ablation settings)")
-    ] = None,
+    tag: TagOpt = None,
     raw_tag: RawTagOpt = None,
     rag_k: RagKOpt = 50,
-    token_budget: Annotated[int | None, typer.Option("--token-budget", help="context token budget of ask")] = None,
-    ingest_only: Annotated[bool, typer.Option("--ingest-only", help="store the turns, answer nothing")] = False,
+    token_budget: TokenBudgetOpt = None,
+    ingest_only: IngestOnlyOpt = False,
     answers: AnswersOpt = None,
     concurrency: ConcurrencyOpt = None,
     fc_port: FcPortOpt = None,
     fc_ctx: FcCtxOpt = FULL_CONTEXT_CTX,
     fc_shared: FcSharedOpt = False,
-    seed: Annotated[int, typer.Option("--seed", help="seed of the category-5 option order, sample, bootstrap")] = 0,
+    seed: SeedOpt = 0,
     as_json: JsonOpt = False,
 ) -> None:
     """QA on LoCoMo: full A-MEM ingest of each conversation (concurrent, in turn order, resumable), answers
@@ -404,20 +412,20 @@ def longmemeval_cmd(
     baseline_only: BaselineOnlyOpt = False,
     sample: SampleOpt = None,
     budgets: BudgetsOpt = None,
-    mode: Annotated[SearchMode | None, typer.Option("--mode", help="search mode (default: setting)")] = None,
-    k: Annotated[int | None, typer.Option("-k", help="notes retrieved per question (default: setting)")] = None,
-    token_budget: Annotated[int | None, typer.Option("--token-budget", help="context token budget of ask")] = None,
+    mode: ModeOpt = None,
+    k: KOpt = None,
+    token_budget: TokenBudgetOpt = None,
     judge: Annotated[bool, typer.Option("--judge", help="also grade answers with the LLM judge")] = False,
-    tag: Annotated[str | None, typer.Option("--tag", help="scope tag (default: derived from the settings)")] = None,
+    tag: TagOpt = None,
     raw_tag: RawTagOpt = None,
     rag_k: RagKOpt = 50,
-    ingest_only: Annotated[bool, typer.Option("--ingest-only", help="store the histories, answer nothing")] = False,
+    ingest_only: IngestOnlyOpt = False,
     answers: AnswersOpt = None,
     concurrency: ConcurrencyOpt = None,
     fc_port: FcPortOpt = None,
     fc_ctx: FcCtxOpt = FULL_CONTEXT_CTX,
     fc_shared: FcSharedOpt = False,
-    seed: Annotated[int, typer.Option("--seed", help="seed of the sample and the bootstrap")] = 0,
+    seed: SeedOpt = 0,
     as_json: JsonOpt = False,
 ) -> None:
     """QA on LongMemEval-format data: each question's history (sessions with dates) into its own scope,
@@ -468,20 +476,20 @@ def beam_cmd(
     baseline_only: BaselineOnlyOpt = False,
     sample: SampleOpt = None,
     budgets: BudgetsOpt = None,
-    mode: Annotated[SearchMode | None, typer.Option("--mode", help="search mode (default: setting)")] = None,
-    k: Annotated[int | None, typer.Option("-k", help="notes retrieved per question (default: setting)")] = None,
-    token_budget: Annotated[int | None, typer.Option("--token-budget", help="context token budget of ask")] = None,
+    mode: ModeOpt = None,
+    k: KOpt = None,
+    token_budget: TokenBudgetOpt = None,
     judge: Annotated[bool, typer.Option("--judge", help="also grade answers with the LLM judge")] = False,
-    tag: Annotated[str | None, typer.Option("--tag", help="scope tag (default: derived from the settings)")] = None,
+    tag: TagOpt = None,
     raw_tag: RawTagOpt = None,
     rag_k: RagKOpt = 50,
-    ingest_only: Annotated[bool, typer.Option("--ingest-only", help="store the chats, answer nothing")] = False,
+    ingest_only: IngestOnlyOpt = False,
     answers: AnswersOpt = None,
     concurrency: ConcurrencyOpt = None,
     fc_port: FcPortOpt = None,
     fc_ctx: FcCtxOpt = FULL_CONTEXT_CTX,
     fc_shared: FcSharedOpt = False,
-    seed: Annotated[int, typer.Option("--seed", help="seed of the sample and the bootstrap")] = 0,
+    seed: SeedOpt = 0,
     as_json: JsonOpt = False,
 ) -> None:
     """QA on BEAM chats: each chat's batches as dated sessions in its own scope; its knowledge-update,
