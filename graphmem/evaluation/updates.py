@@ -145,10 +145,13 @@ async def run_conversation(
     svc: Any, gold: UpdateConversation, scope: Scope, *, keep_notes: bool = False, progress: Progress | None = None
 ) -> dict[str, Any]:
     """Add the turns in order, ask the questions; the raw outcomes, by turn number."""
+    from graphmem.service import refused_as_both_hold
+
     turn_of: dict[str, int] = {}
     superseded: set[Pair] = set()
     conflicts: set[Pair] = set()
     knock_on: set[Pair] = set()
+    refused: set[Pair] = set()  # pairs the second question ("can both be true at once?") kept out
     costs: list[dict[str, float]] = []
     previous: str | None = None
     steps = len(gold.turns) + len(gold.questions)
@@ -163,6 +166,9 @@ async def run_conversation(
         for k in res.knock_on:
             if k.outdated:
                 knock_on.add((turn_of[k.note_id], turn_of[k.superseded_id]))
+        for line in res.rejected:
+            if (other := refused_as_both_hold(line)) in turn_of:
+                refused.add((turn.n, turn_of[other]))
         u = res.usage
         costs.append({"calls": u.llm_calls, "tokens": u.total_tokens, "seconds": u.total_seconds})
         if progress is not None:
@@ -180,9 +186,17 @@ async def run_conversation(
         "superseded": superseded,
         "conflicts": conflicts,
         "knock_on": knock_on,
+        "refused": refused,
         "answers": answers,
         "costs": costs,
     }
+
+
+def _refused(gold: UpdateConversation, refused: set[Pair]) -> dict[str, Any]:
+    """Pairs the second question kept out: a gold change among them cost recall, the others were caught."""
+    changes = set(gold.supersedes) | set(gold.acceptable) | _unordered(gold.conflicts)
+    lost = sorted(p for p in refused if p in changes or (min(p), max(p)) in changes)
+    return {"gold": [list(p) for p in lost], "other": len(refused) - len(lost)}
 
 
 def score_conversation(gold: UpdateConversation, run: dict[str, Any]) -> dict[str, Any]:
@@ -198,6 +212,7 @@ def score_conversation(gold: UpdateConversation, run: dict[str, Any]) -> dict[st
             "right": len(found_knock & gold_knock),
             "recall": _ratio(len(found_knock & gold_knock), len(gold_knock)),
         },
+        "refused": _refused(gold, run["refused"]),
         "answers": run["answers"],
         "costs": run["costs"],
     }
@@ -243,6 +258,10 @@ def overall(scores: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "gold": knock_gold,
             "precision": _ratio(knock_right, knock_found),
             "recall": _ratio(knock_right, knock_gold),
+        },
+        "refused": {
+            "gold": sum(len(s["refused"]["gold"]) for s in scores),
+            "other": sum(s["refused"]["other"] for s in scores),
         },
         "answers": by_kind,
         "answers_all": _ratio(sum(a["right"] for a in answers), len(answers)),
@@ -304,10 +323,10 @@ def updates_markdown(result: dict[str, Any]) -> str:
     )
     lines.append("")
     lines.append(
-        "| arm | supersession P | R | conflicts found/gold | knock-on R | now | before | when | clash | "
-        "calls/note | tokens/note | s/note |"
+        "| arm | supersession P | R | conflicts found/gold | refused: gold/other | knock-on R | now | before | "
+        "when | clash | calls/note | tokens/note | s/note |"
     )
-    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for arm in ("supersession_on", "supersession_off"):
         if arm not in result:
             continue
@@ -320,7 +339,8 @@ def updates_markdown(result: dict[str, Any]) -> str:
 
         lines.append(
             f"| {arm} | {f(o['supersession']['precision'])} | {f(o['supersession']['recall'])} | "
-            f"{o['conflicts']['right']}/{o['conflicts']['gold']} | {f(o['knock_on']['recall'])} | "
+            f"{o['conflicts']['right']}/{o['conflicts']['gold']} | {o['refused']['gold']}/{o['refused']['other']} | "
+            f"{f(o['knock_on']['recall'])} | "
             f"{a('now')} | {a('before')} | {a('when')} | {a('clash')} | {f(o['per_note']['llm_calls'])} | "
             f"{f(o['per_note']['tokens'])} | {f(o['per_note']['seconds'])} |"
         )
@@ -333,7 +353,8 @@ def updates_markdown(result: dict[str, Any]) -> str:
             s = c["supersession"]
             lines.append(
                 f"- {c['id']}: supersession wrong {s['wrong']}, missed {s['missed']}; conflicts "
-                f"{c['conflicts']['right']}/{c['conflicts']['gold']}; knock-on found {c['knock_on']['found']}"
+                f"{c['conflicts']['right']}/{c['conflicts']['gold']}; knock-on found {c['knock_on']['found']}; "
+                f"refused as both true: gold {c['refused']['gold']}, other {c['refused']['other']}"
             )
             for ans in c["answers"]:
                 mark = "right" if ans["right"] else "WRONG"

@@ -21,6 +21,27 @@ SUPERSEDE_SYSTEM = (
     + " Answer with one word: yes or no."
 )
 
+# The second question for a pair the first one passed (same one-token yes/no, read as P(yes)): the
+# 1.5B says "different values of the same fact" to most pairs of one person's lines about one topic,
+# but tells lines that can both hold from lines that cannot.
+COEXIST_SYSTEM = (
+    "You check a personal memory. Two notes from a conversation are shown. Answer yes if both can be true "
+    "at the same time: they agree, one adds detail, or they are about different things. Answer no only if "
+    "they contradict each other. " + _DATA_RULE + " Answer with one word: yes or no."
+)
+
+
+def coexist_messages(earlier: Note, later: Note) -> list[BaseMessage]:
+    """Can both notes be true at the same time? (yes/no, one token)"""
+    return [
+        SystemMessage(COEXIST_SYSTEM),
+        HumanMessage(
+            f"Note A: <note>{earlier.content}</note>\nNote B: <note>{later.content}</note>\n"
+            "Can both notes be true at the same time?"
+        ),
+    ]
+
+
 # The knock-on check (same one-token yes/no): a note linked to a note just superseded may depend on the
 # old value (a commute that depended on the old home). Reported only; the service never changes it.
 KNOCK_ON_SYSTEM = (

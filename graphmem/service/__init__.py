@@ -9,7 +9,7 @@ from graphmem.service.grounding import sentence_refusal, sentences, speaker_of
 from graphmem.service.memory import AsyncMemoryService, Progress
 from graphmem.service.sync import MemoryService
 from graphmem.service.text import cosine, embed_text
-from graphmem.service.updates import judge_knock_on, judge_supersession, same_person
+from graphmem.service.updates import judge_knock_on, judge_supersession, refused_as_both_hold, same_person
 from graphmem.service.wording import content_words, copies, stem, supported_share, tokens
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
     "embed_text",
     "judge_knock_on",
     "judge_supersession",
+    "refused_as_both_hold",
     "same_person",
     "sentence_refusal",
     "sentences",

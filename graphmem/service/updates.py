@@ -12,7 +12,9 @@ Write side (after an add, ``record``):
    kind of fact the old note names and none of its successors does (``judged_again``).
 2. **The model** answers one yes/no question per candidate (``supersede_messages``): do the two
    notes state different values of the same fact about the same person? Its P(yes) is read from
-   the first token, as for the pairwise link decision.
+   the first token, as for the pairwise link decision. A pair above the threshold gets a second
+   question (``coexist_messages``: can both be true at the same time?) and goes on only when the
+   model doubts it (``supersession_coexist_max``); a refused pair is reported in ``rejected``.
 3. **Deterministic code decides** (``decide``): below the threshold nothing; otherwise the order in
    time (event time, else creation) says which note supersedes which: the newer supersedes the
    older; at the same time a conflict (``CONFLICTS_WITH``); never across scopes. The store writes
@@ -44,10 +46,19 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
+from langchain_core.messages import BaseMessage
+
 from graphmem.config import Settings
 from graphmem.errors import LLMError
 from graphmem.llm.calls import LLMCaller
-from graphmem.llm.update_prompts import BEFORE_RULE, NOW_RULE, TIMELINE_RULE, knock_on_messages, supersede_messages
+from graphmem.llm.update_prompts import (
+    BEFORE_RULE,
+    NOW_RULE,
+    TIMELINE_RULE,
+    coexist_messages,
+    knock_on_messages,
+    supersede_messages,
+)
 from graphmem.models import (
     AddResult,
     ConstructedNote,
@@ -310,11 +321,16 @@ async def record(
             if (row := rows.get(n.id)) is None or not superseded_before(row, when) or judged_again(note, n, row)
         ][: settings.supersession_candidates]
         probs = await asyncio.gather(*(_judge(llm, note, n, usage) for n in judged))
+        passed = [(n, p) for n, p in zip(judged, probs, strict=True) if p >= threshold]
+        coexist = await asyncio.gather(*(_judge(llm, note, n, usage, coexist_messages) for n, _ in passed))
     except LLMError as exc:
         log.warning("supersession check failed, nothing superseded: %s", exc)
         result.rejected.append(f"supersession check skipped: {exc}")
         return result
-    for other, p in zip(judged, probs, strict=True):
+    for (other, p), both in zip(passed, coexist, strict=True):
+        if both >= settings.supersession_coexist_max:
+            result.rejected.append(_BOTH_HOLD.format(id=other.id, p=both))
+            continue
         earlier, later = (other, note) if order(note, other) != "older" else (note, other)
         found_change = decide(note, other, p, threshold, reason=reason_of(earlier, later))
         if isinstance(found_change, Supersession):
@@ -337,9 +353,26 @@ async def record(
     return result
 
 
-async def _judge(llm: LLMCaller, note: Note, other: Note, usage: Usage) -> float:
+_BOTH_HOLD = "supersession of {id} refused: both notes can be true at once (P(yes) {p:.2f})"
+_BOTH_HOLD_ID = re.compile(r"^supersession of (\S+) refused: both notes can be true at once")
+
+
+def refused_as_both_hold(rejected: str) -> str | None:
+    """The earlier note of a pair the second question refused, from an ``AddResult.rejected`` line."""
+    m = _BOTH_HOLD_ID.match(rejected)
+    return m.group(1) if m else None
+
+
+async def _judge(
+    llm: LLMCaller,
+    note: Note,
+    other: Note,
+    usage: Usage,
+    messages: Callable[[Note, Note], list[BaseMessage]] = supersede_messages,
+) -> float:
+    """P(yes) of a pair question, the earlier note first."""
     earlier, later = (other, note) if order(note, other) != "older" else (note, other)
-    return await judge_supersession(llm, earlier, later, usage)
+    return await llm.yes_probability(messages(earlier, later), usage)
 
 
 async def judge_supersession(llm: LLMCaller, earlier: Note, later: Note, usage: Usage) -> float:

@@ -10,7 +10,14 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from graphmem.llm.update_prompts import BEFORE_RULE, KNOCK_ON_SYSTEM, NOW_RULE, SUPERSEDE_SYSTEM, TIMELINE_RULE
+from graphmem.llm.update_prompts import (
+    BEFORE_RULE,
+    COEXIST_SYSTEM,
+    KNOCK_ON_SYSTEM,
+    NOW_RULE,
+    SUPERSEDE_SYSTEM,
+    TIMELINE_RULE,
+)
 from graphmem.models import Scope
 from graphmem.service.wording import content_words
 from graphmem.store import BenchQueries
@@ -21,10 +28,12 @@ def updates_responder(
     supersedes: Callable[[str, str], float],
     *,
     knock_on: Callable[[str, str], float] = lambda a, b: 0.0,
+    coexist: Callable[[str, str], float] = lambda a, b: 0.1,
     answer: str = "Berlin",
 ) -> Callable[[list[BaseMessage]], AIMessage]:
     """Links notes that share a content word (not the speakers'); answers the supersession question
-    with ``supersedes(earlier, later)``; answers questions with ``answer``."""
+    with ``supersedes(earlier, later)`` and "can both be true at once?" with ``coexist`` (no, by
+    default); answers questions with ``answer``."""
 
     def related(a: str, b: str) -> float:
         return 0.9 if (content_words(a) & content_words(b)) - {"ann", "bo"} else 0.05
@@ -36,6 +45,9 @@ def updates_responder(
         if system == SUPERSEDE_SYSTEM:
             a, b = noted(messages)
             return judged_reply(supersedes(a, b))
+        if system == COEXIST_SYSTEM:
+            a, b = noted(messages)
+            return judged_reply(coexist(a, b))
         if system == KNOCK_ON_SYSTEM:
             a, b = noted(messages)
             return judged_reply(knock_on(a, b))
@@ -69,6 +81,21 @@ def _state(graph: Any, note_id: str) -> dict[str, Any]:
         "n.keywords AS keywords, n.version AS version, n.embedding AS embedding",
         id=note_id,
     )[0]
+
+
+async def test_a_pair_whose_notes_can_both_hold_is_refused_and_reported(make_service: Any, scope: Scope) -> None:
+    """The first question's yes is not enough: when the model says both notes can be true at once, the
+    pair is neither a supersession nor a conflict, and the refusal is reported."""
+    both_hold = {"Ann: I moved to Berlin in June.": 0.85}
+    svc, model = await _service(make_service, updates_responder(moves, coexist=lambda a, b: both_hold.get(b, 0.1)))
+    await svc.add("Ann: I live in Lyon with my cat.", scope, event_time="2021-03-01")
+    berlin = await svc.add("Ann: I moved to Berlin in June.", scope, event_time="2024-06-01")
+    assert berlin.superseded == [] and berlin.conflicts == []
+    assert any("refused: both notes can be true at once (P(yes) 0.85)" in r for r in berlin.rejected)
+    asked = [noted(m) for m in model.calls if str(m[0].content) == COEXIST_SYSTEM]
+    assert asked == [["Ann: I live in Lyon with my cat.", "Ann: I moved to Berlin in June."]]  # the earlier first
+    munich = await svc.add("Ann: I moved to Munich in May.", scope, event_time="2025-05-01")
+    assert {s.older_id for s in munich.superseded} >= {berlin.note.id}  # "no" to the second question: written
 
 
 async def test_a_move_supersedes_the_old_home_and_changes_no_note(make_service: Any, scope: Scope, graph: Any) -> None:
@@ -291,13 +318,22 @@ async def test_the_updates_eval_scores_the_shipped_gold_with_a_scripted_model(ma
     def gold_says(a: str, b: str) -> float:  # a: earlier, b: later
         return 0.9 if any(a.endswith(old) and b.endswith(new) for new, old in right) else 0.02
 
-    svc, _ = await _service(make_service, updates_responder(gold_says, answer="Berlin, before Lyon"))
+    first_new, first_old = maya.supersedes[0]  # the second question says this gold pair can both hold
+
+    def both_hold(a: str, b: str) -> float:
+        return 0.9 if (a, b) == (maya.turns[first_old - 1].content, maya.turns[first_new - 1].content) else 0.1
+
+    responder = updates_responder(gold_says, coexist=both_hold, answer="Berlin, before Lyon")
+    svc, _ = await _service(make_service, responder)
     result = await run_updates_eval(svc, UpdatesConfig(conversations=("maya-moves",), run_id="test-updates-eval"))
     on = result["supersession_on"]["overall"]
     assert on["supersession"]["precision"] == 1.0
+    assert on["supersession"]["recall"] == (len(maya.supersedes) - 1) / len(maya.supersedes)
+    assert on["refused"] == {"gold": 1, "other": 0}  # the recall it cost, reported as such
     assert on["answers"]["now"]["asked"] == 4 and on["answers"]["before"]["asked"] == 3
     assert on["per_note"]["llm_calls"] > 0
-    assert "supersession_on" in updates_markdown(result)
+    md = updates_markdown(result)
+    assert "supersession_on" in md and f"refused as both true: gold [[{first_new}, {first_old}]], other 0" in md
 
 
 async def test_deleting_the_newer_note_makes_the_older_current_again(make_service: Any, scope: Scope) -> None:

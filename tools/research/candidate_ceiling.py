@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import collections
 import math
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -43,9 +44,9 @@ POLICIES = {
 }
 
 
-def policy_edges(recs: list[dict[str, Any]], k: int, w: int, x: int = 0) -> tuple[set[Any], set[Any]]:
-    """(candidate edges, nearest-neighbour edges with the same count per note), earlier notes only."""
-    ids = [r["id"] for r in recs]
+def choices(recs: list[dict[str, Any]], k: int, w: int, x: int = 0) -> Iterator[tuple[int, list[int], list[int]]]:
+    """Per note (after the first): its position, the earlier notes the policy judges, and every earlier
+    note nearest first."""
     session = [str(r["source_id"]).split(":")[0] for r in recs]
     mat = np.asarray([r["embedding"] for r in recs], dtype=np.float64)
     mat /= np.linalg.norm(mat, axis=1, keepdims=True)
@@ -54,7 +55,6 @@ def policy_edges(recs: list[dict[str, Any]], k: int, w: int, x: int = 0) -> tupl
     df = collections.Counter(x for ws in words for x in ws)
     rare = [{x for x in ws if df[x] / len(recs) < COMMON_SHARE} for ws in words]
     idf = {x: math.log(len(recs) / c) for x, c in df.items()}
-    cand, near = set(), set()
     for i in range(1, len(recs)):
         order = [int(j) for j in np.argsort(-(mat[:i] @ mat[i]), kind="stable")]
         nearest = order[:k]
@@ -64,6 +64,14 @@ def policy_edges(recs: list[dict[str, Any]], k: int, w: int, x: int = 0) -> tupl
         )
         chosen = nearest + [j for _, j in scored[:w]]
         chosen += [j for j in order if session[j] != session[i] and j not in chosen][:x]
+        yield i, chosen, order
+
+
+def policy_edges(recs: list[dict[str, Any]], k: int, w: int, x: int = 0) -> tuple[set[Any], set[Any]]:
+    """(candidate edges, nearest-neighbour edges with the same count per note), earlier notes only."""
+    ids = [r["id"] for r in recs]
+    cand, near = set(), set()
+    for i, chosen, order in choices(recs, k, w, x):
         cand |= {edge(ids[i], ids[j]) for j in chosen}
         near |= {edge(ids[i], ids[j]) for j in order[: len(chosen)]}
     return cand, near
