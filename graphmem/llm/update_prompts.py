@@ -33,13 +33,7 @@ COEXIST_SYSTEM = (
 
 def coexist_messages(earlier: Note, later: Note) -> list[BaseMessage]:
     """Can both notes be true at the same time? (yes/no, one token)"""
-    return [
-        SystemMessage(COEXIST_SYSTEM),
-        HumanMessage(
-            f"Note A: <note>{earlier.content}</note>\nNote B: <note>{later.content}</note>\n"
-            "Can both notes be true at the same time?"
-        ),
-    ]
+    return _pair(COEXIST_SYSTEM, earlier, later, "Can both notes be true at the same time?")
 
 
 # The knock-on check (same one-token yes/no): a note linked to a note just superseded may depend on the
@@ -73,23 +67,19 @@ BEFORE_RULE = (
 )
 
 
+def _pair(system: str, a: Note, b: Note, question: str) -> list[BaseMessage]:
+    """A yes/no question about two notes, Note A first."""
+    return [
+        SystemMessage(system),
+        HumanMessage(f"Note A: <note>{a.content}</note>\nNote B: <note>{b.content}</note>\n{question}"),
+    ]
+
+
 def supersede_messages(earlier: Note, later: Note) -> list[BaseMessage]:
     """Do two notes state different values of the same fact about the same person? (yes/no, one token)"""
-    return [
-        SystemMessage(SUPERSEDE_SYSTEM),
-        HumanMessage(
-            f"Note A: <note>{earlier.content}</note>\nNote B: <note>{later.content}</note>\n"
-            "Different values of the same fact about the same person?"
-        ),
-    ]
+    return _pair(SUPERSEDE_SYSTEM, earlier, later, "Different values of the same fact about the same person?")
 
 
 def knock_on_messages(linked: Note, change: Note) -> list[BaseMessage]:
     """Does the change in ``change`` make ``linked`` out of date? (yes/no, one token)"""
-    return [
-        SystemMessage(KNOCK_ON_SYSTEM),
-        HumanMessage(
-            f"Note A: <note>{linked.content}</note>\nNote B: <note>{change.content}</note>\n"
-            "Is Note A out of date because of Note B?"
-        ),
-    ]
+    return _pair(KNOCK_ON_SYSTEM, linked, change, "Is Note A out of date because of Note B?")
