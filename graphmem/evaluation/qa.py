@@ -777,7 +777,8 @@ async def run_qa_eval(
     if not cfg.ingest_only:
         await _check_arm_scopes(svc, arm_scopes, scopes, tag)
     skipped: dict[str, str] = {
-        sid: f"{n} turns failed to store; the memory's answers wait for a rerun, which retries them"
+        sid: f"{n} turns failed to store (first: {_first_error(ingest_stats[sid])}); the memory's answers wait "
+        "for a rerun, which retries them"
         for sid, n in incomplete.items()
     }
 
@@ -923,3 +924,9 @@ async def run_qa_eval(
         "questions": len({(r["sample_id"], r["qa_index"]) for r in records}),
         "seconds": time.perf_counter() - started,
     }
+
+
+def _first_error(stats: Mapping[str, Any]) -> str:
+    """The first failed turn's error without its note id, so a report says why turns failed."""
+    messages = stats.get("error_messages") or ["no error message recorded"]
+    return str(messages[0]).split(": ", 1)[-1][:200]

@@ -47,7 +47,13 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from graphmem.errors import GraphmemError, InvalidInputError, StaleWriteError, StoreUnavailableError
+from graphmem.errors import (
+    GraphmemError,
+    InvalidInputError,
+    LocalServiceError,
+    StaleWriteError,
+    StoreUnavailableError,
+)
 from graphmem.models import (
     AddResult,
     ConstructedNote,
@@ -322,8 +328,14 @@ class _ScopeRun:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                if isinstance(exc, StoreUnavailableError) and self.batch.stopped is None:
-                    self.batch.stopped = f"the store is unavailable ({exc})"[:300]
+                if self.batch.stopped is None and isinstance(exc, StoreUnavailableError | LocalServiceError):
+                    # every later item would fail the same way: stop, name the cause once
+                    what = (
+                        "the store is unavailable"
+                        if isinstance(exc, StoreUnavailableError)
+                        else "a local service failed"
+                    )
+                    self.batch.stopped = f"{what} ({exc})"[:300]
                 if not isinstance(exc, GraphmemError):
                     log.exception("ingest item %d failed unexpectedly", i)
                 result = self._item(i, IngestStatus.FAILED, error=f"{type(exc).__name__}: {exc}"[:500])

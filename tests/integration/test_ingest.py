@@ -484,3 +484,28 @@ async def test_a_failed_group_write_falls_back_to_one_note_at_a_time(
     assert {x.written_with for x in report.items} == {1}
     chain = graph.q("MATCH (a:Note {user_id: $u})-[:FOLLOWS]->(b:Note) RETURN count(*) AS n", u=scope.user_id)
     assert chain[0]["n"] == len(PETS) - 1
+
+
+async def test_a_local_model_that_cannot_start_stops_the_batch_once(make_service: Any, scope: Scope, graph: Any) -> None:
+    """Missing weights failed every turn of a 369-turn ingest with the same error; the batch now
+    stops at the first and says why for the rest."""
+    from graphmem.errors import LocalServiceError
+    from graphmem.service import OnFirstUse
+    from graphmem.service.memory import AsyncMemoryService
+
+    starts = 0
+
+    async def start() -> Any:
+        nonlocal starts
+        starts += 1
+        raise LocalServiceError("model.gguf: 22 of 22 weight packages are missing (test)")
+
+    base, _ = await make_service()
+    svc = AsyncMemoryService(base.settings, base.store, base.embedder, OnFirstUse(start))
+    report = await svc.ingest([NoteInput(content=c) for c in PETS], scope, concurrency=1)
+    status = [x.status for x in report.items]
+    assert status[0] == IngestStatus.FAILED and "weight packages" in (report.items[0].error or "")
+    assert set(status[1:]) == {IngestStatus.SKIPPED}
+    assert all("a local service failed" in (x.error or "") for x in report.items[1:])
+    assert starts == 1
+    assert not graph.q("MATCH (n:Note {user_id: $u}) RETURN n.id AS id", u=scope.user_id)

@@ -166,3 +166,11 @@ def test_a_letter_reply_to_the_two_options_is_scored_as_the_option_it_chose() ->
     assert chosen_option("(b) Her mental health", options) == "Her mental health"  # the text it wrote
     assert chosen_option("Running", options) == "Running"
     assert chosen_option("a walk in the park", options) == "a walk in the park"  # not a letter reply
+
+
+def test_a_report_names_why_turns_failed_to_store() -> None:
+    from graphmem.evaluation.qa import _first_error
+
+    stats = {"errors": 2, "error_messages": ["lm-x-D1:1: LocalServiceError: weights missing", "lm-x-D1:2: other"]}
+    assert _first_error(stats) == "LocalServiceError: weights missing"
+    assert _first_error({"errors": 1}) == "no error message recorded"
