@@ -486,7 +486,9 @@ async def test_a_failed_group_write_falls_back_to_one_note_at_a_time(
     assert chain[0]["n"] == len(PETS) - 1
 
 
-async def test_a_local_model_that_cannot_start_stops_the_batch_once(make_service: Any, scope: Scope, graph: Any) -> None:
+async def test_a_local_model_that_cannot_start_stops_the_batch_once(
+    make_service: Any, scope: Scope, graph: Any
+) -> None:
     """Missing weights failed every turn of a 369-turn ingest with the same error; the batch now
     stops at the first and says why for the rest."""
     from graphmem.errors import LocalServiceError
