@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import platform
+import posixpath
 import re
 import shutil
 import subprocess
@@ -30,7 +31,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from graphmem.errors import LocalServiceError
@@ -342,11 +343,33 @@ def _extract_llama_cpp(sdist: Path, dest: Path) -> Path:
         members = [m for m in archive.getmembers() if "/vendor/llama.cpp/" in m.name and "/.git" not in m.name]
         if not members:
             raise LocalServiceError(f"{sdist.name} holds no vendor/llama.cpp")
-        archive.extractall(dest, members=members, filter="data")
+        for m in members:  # Python before 3.11.4 has no extraction filters: refuse what "data" would
+            _check_member(m, sdist.name)
+        if hasattr(tarfile, "data_filter"):
+            archive.extractall(dest, members=members, filter="data")
+        else:
+            archive.extractall(dest, members=members)  # every member checked above
     roots = sorted(dest.glob("*/vendor/llama.cpp"))
     if not roots or not (roots[0] / "tools" / "server").is_dir():
         raise LocalServiceError(f"{sdist.name}: vendor/llama.cpp has no tools/server")
     return roots[0]
+
+
+def _check_member(member: tarfile.TarInfo, archive: str) -> None:
+    """A member that would land outside the destination (absolute, ``..``, a link pointing out) or that
+    is no file, folder or link (a device, a fifo) is refused."""
+    parts = PurePosixPath(member.name).parts
+    bad = member.name.startswith("/") or ".." in parts
+    if member.issym() or member.islnk():
+        base = parts[:-1] if member.issym() else ()
+        target = posixpath.normpath(posixpath.join(*base, member.linkname)) if member.linkname else ".."
+        bad = bad or member.linkname.startswith("/") or target.startswith("..")
+    elif not (member.isfile() or member.isdir()):
+        bad = True
+    if bad:
+        raise LocalServiceError(
+            f"{archive}: refusing the member {member.name!r} (it points outside the build folder, or is no file, folder or link)"
+        )
 
 
 def _smoke_test(server: Path, log_file: Path) -> None:

@@ -11,6 +11,7 @@ import re
 import shutil
 import stat
 import sys
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -293,6 +294,48 @@ def test_the_build_pipeline_on_a_tiny_source(tmp_path: Path, monkeypatch: pytest
     assert not list(build.root.glob("llama-build-*"))  # the source and build trees are gone
     mtime = build.server_binary.stat().st_mtime_ns
     assert build.ensure().key == info.key and build.server_binary.stat().st_mtime_ns == mtime  # cached
+
+
+@pytest.mark.parametrize("filters", [True, False], ids=["with-tar-filters", "python-before-3.11.4"])
+def test_unpacking_keeps_inside_the_build_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, filters: bool
+) -> None:
+    """vendor/llama.cpp unpacks with its in-tree links on every supported Python (3.11.2 has no
+    ``filter=``: CI's system Python failed the build there); a link out of the folder is refused."""
+    import io
+    import tarfile
+
+    from graphmem.errors import LocalServiceError
+    from graphmem.local import llama_build
+
+    if not filters:
+        monkeypatch.delattr(tarfile, "data_filter", raising=False)
+
+    def sdist(name: str, link: str) -> Path:
+        path = tmp_path / name
+        with tarfile.open(path, "w:gz") as archive:
+            for folder in ("p/vendor/llama.cpp", "p/vendor/llama.cpp/tools", "p/vendor/llama.cpp/tools/server"):
+                archive.addfile(_dir(folder))
+            data = b"project(x)\n"
+            info = tarfile.TarInfo("p/vendor/llama.cpp/CMakeLists.txt")
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+            sym = tarfile.TarInfo("p/vendor/llama.cpp/tools/server/lists.txt")
+            sym.type, sym.linkname = tarfile.SYMTYPE, link
+            archive.addfile(sym)
+        return path
+
+    root = llama_build._extract_llama_cpp(sdist("ok.tar.gz", "../../CMakeLists.txt"), tmp_path / "ok")
+    assert (root / "tools" / "server" / "lists.txt").read_text() == "project(x)\n"
+    with pytest.raises(LocalServiceError):
+        llama_build._extract_llama_cpp(sdist("bad.tar.gz", "../../../../../../etc/passwd"), tmp_path / "bad")
+    assert not (tmp_path / "bad" / "p" / "vendor" / "llama.cpp" / "tools" / "server" / "lists.txt").exists()
+
+
+def _dir(name: str) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type, info.mode = tarfile.DIRTYPE, 0o755
+    return info
 
 
 HOT_AND_COLD_CMAKE = """cmake_minimum_required(VERSION 3.14)
