@@ -405,7 +405,12 @@ async def ingest(
         if progress is not None:
             progress(label[item.scope], done[item.scope], totals[item.scope])
 
-    reports = await svc.ingest_scopes(batches, concurrency=concurrency, on_item=seen)
+    def judged(scope: Scope, n: int, total: int) -> None:
+        # the supersession pass after the last turn: an LLM call or more per note, its own bar
+        if progress is not None:
+            progress(label[scope].replace("ingest", "check changed facts", 1), n, total)
+
+    reports = await svc.ingest_scopes(batches, concurrency=concurrency, on_item=seen, on_judged=judged)
     return {conv.sample_id: _ingest_stats(report) for (conv, _), report in zip(conversations, reports, strict=True)}
 
 

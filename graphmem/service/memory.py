@@ -17,6 +17,7 @@ module, the add's in one object (``AddSteps``, ``svc.steps``).
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 import warnings
 from collections.abc import Callable, Iterable, Sequence
@@ -328,6 +329,7 @@ class AsyncMemoryService:
         concurrency: int | None = None,
         enrich: bool | None = None,
         on_item: Callable[[IngestItem], None] | None = None,
+        on_judged: Callable[[int, int], None] | None = None,
     ) -> IngestReport:
         """Agentic bulk ingest: every item added the A-MEM way (enrichment, links, evolution), up
         to ``concurrency`` notes in flight (default ``GRAPHMEM_INGEST_CONCURRENCY``), in A-MEM's
@@ -339,9 +341,13 @@ class AsyncMemoryService:
         fail their item only, ``on_item`` hears of each item once its outcome is final (an added
         note is committed). The rules, including two notes evolving one neighbour: ``service/ingest.py``.
         ``enrich=False`` stores the notes raw (no LLM call); the items' keywords, tags and context are
-        not used (the LLM writes them).
+        not used (the LLM writes them). ``on_judged(done, total)`` hears of the supersession pass that
+        follows the last item (``ingest_scopes``).
         """
-        (report,) = await self.ingest_scopes([(scope, items)], concurrency=concurrency, enrich=enrich, on_item=on_item)
+        judged = None if on_judged is None else (lambda _scope, done, total: on_judged(done, total))
+        (report,) = await self.ingest_scopes(
+            [(scope, items)], concurrency=concurrency, enrich=enrich, on_item=on_item, on_judged=judged
+        )
         return report
 
     async def ingest_scopes(
@@ -351,21 +357,31 @@ class AsyncMemoryService:
         concurrency: int | None = None,
         enrich: bool | None = None,
         on_item: Callable[[IngestItem], None] | None = None,
+        on_judged: Callable[[Scope, int, int], None] | None = None,
     ) -> list[IngestReport]:
         """``ingest`` of several scopes at once, sharing ``concurrency``: the scopes run in parallel,
         each in its own order. One report per (scope, items) pair, in the same order. Supersession
-        (issue 28) runs once the notes are stored, each note judged against the notes before it."""
+        (issue 28) runs once the notes are stored, each note judged against the notes before it;
+        ``on_judged(scope, done, total)`` hears of that pass's progress (it starts with ``done`` 0)."""
         n = self.settings.resolved_ingest_concurrency if concurrency is None else concurrency
         reports = await ingest.ingest(self.steps, batches, concurrency=n, enrich=enrich, on_item=on_item)
-        enriched = any(
-            it.status == IngestStatus.ADDED and it.enrichment == EnrichmentStatus.DONE
-            for r in reports
-            for it in r.items
-        )
-        if self.settings.enable_supersession and enriched:  # raw ingests call no LLM
-            llm = await self.llm_caller()
-            for report in reports:
-                await updates.record_ingested(self.store, llm, self.settings, report, concurrency=n)
+        enriches = self.settings.enable_enrichment if enrich is None else enrich
+        if self.settings.enable_supersession and enriches:  # raw ingests call no LLM
+            for (scope, _), report in zip(batches, reports, strict=True):
+                # A rerun that adds nothing still judges what a stopped run left unjudged.
+                pending = await updates.to_judge(self.store, report)
+                if not pending:
+                    continue
+                progress = None if on_judged is None else functools.partial(on_judged, scope)
+                await updates.record_ingested(
+                    self.store,
+                    await self.llm_caller(),
+                    self.settings,
+                    report,
+                    pending,
+                    concurrency=n,
+                    on_judged=progress,
+                )
         return reports
 
     async def update(self, note_id: str, scope: Scope, content: str) -> AddResult:
@@ -415,7 +431,8 @@ class AsyncMemoryService:
         )
         await self.store.clear_updates(scope)
         if report.items:
-            await updates.record_ingested(self.store, await self.llm_caller(), self.settings, report, concurrency=n)
+            llm = await self.llm_caller()
+            await updates.record_ingested(self.store, llm, self.settings, report, report.items, concurrency=n)
         report.seconds = time.perf_counter() - started
         return report
 

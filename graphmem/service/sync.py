@@ -186,8 +186,11 @@ class MemoryService:
         concurrency: int | None = None,
         enrich: bool | None = None,
         on_item: Callable[[IngestItem], None] | None = None,
+        on_judged: Callable[[int, int], None] | None = None,
     ) -> IngestReport:
-        return self._loop.run(self.aio.ingest(items, scope, concurrency=concurrency, enrich=enrich, on_item=on_item))
+        return self._loop.run(
+            self.aio.ingest(items, scope, concurrency=concurrency, enrich=enrich, on_item=on_item, on_judged=on_judged)
+        )
 
     def ingest_scopes(
         self,
@@ -196,8 +199,13 @@ class MemoryService:
         concurrency: int | None = None,
         enrich: bool | None = None,
         on_item: Callable[[IngestItem], None] | None = None,
+        on_judged: Callable[[Scope, int, int], None] | None = None,
     ) -> list[IngestReport]:
-        return self._loop.run(self.aio.ingest_scopes(batches, concurrency=concurrency, enrich=enrich, on_item=on_item))
+        return self._loop.run(
+            self.aio.ingest_scopes(
+                batches, concurrency=concurrency, enrich=enrich, on_item=on_item, on_judged=on_judged
+            )
+        )
 
     def update(self, note_id: str, scope: Scope, content: str) -> AddResult:
         return self._loop.run(self.aio.update(note_id, scope, content))

@@ -427,23 +427,18 @@ async def knock_on(
     ]
 
 
-async def record_ingested(
-    store: NoteStore, llm: LLMCaller, settings: Settings, report: IngestReport, *, concurrency: int
-) -> None:
-    """``record`` for the notes an agentic ingest added, once they are all stored: each note is
-    judged against the notes before it (stored earlier, or earlier in the batch), never a later
-    one, which judges it from its own side; so every pair is asked once. Results go to the items.
-
-    A resumed ingest also judges its ``EXISTING`` items that were never judged: the run that stored
-    them stopped before its pass, which runs last, and two notes both stored then would otherwise
-    never be judged against each other."""
+async def to_judge(store: NoteStore, report: IngestReport) -> list[IngestItem]:
+    """The items of an agentic ingest whose notes the supersession pass must judge, in the items'
+    order: the notes it added enriched, and its ``EXISTING`` notes never judged (the run that stored
+    them stopped before its pass, which runs last: two notes both stored then would otherwise never be
+    judged against each other, and a rerun that adds nothing must still judge them)."""
     items = sorted(report.items, key=lambda x: x.index)
     by_scope: dict[Scope, list[str]] = {}
     for it in items:
         if it.status == IngestStatus.EXISTING and it.note_id:
             by_scope.setdefault(it.scope, []).append(it.note_id)
     unjudged = {i for sc, ids in by_scope.items() for i in await store.unjudged(ids, sc)}
-    added = [
+    return [
         it
         for it in items
         if it.note_id
@@ -452,21 +447,45 @@ async def record_ingested(
             or (it.status == IngestStatus.EXISTING and it.note_id in unjudged)
         )
     ]
+
+
+async def record_ingested(
+    store: NoteStore,
+    llm: LLMCaller,
+    settings: Settings,
+    report: IngestReport,
+    pending: Sequence[IngestItem],
+    *,
+    concurrency: int,
+    on_judged: Callable[[int, int], None] | None = None,
+) -> None:
+    """``record`` for ``pending`` (``to_judge``), once the ingest's notes are all stored: each note is
+    judged against the notes before it (stored earlier, or earlier in the batch), never a later one,
+    which judges it from its own side; so every pair is asked once. Results go to the items;
+    ``on_judged(done, total)`` hears of each judged note (the pass takes an LLM call or more per note
+    after the ingest's own bar has ended)."""
+    added = list(pending)
     later = [frozenset(it.note_id for it in added[i + 1 :] if it.note_id) for i in range(len(added))]
     gate = asyncio.Semaphore(max(1, concurrency))
+    judged = 0
+    if on_judged is not None:
+        on_judged(0, len(added))
 
     async def one(item: IngestItem, skip: frozenset[str]) -> None:
+        nonlocal judged
         async with gate:
             assert item.note_id is not None
             note = await store.get(item.note_id, item.scope, with_embedding=True)
-            if note is None or not note.embedding or note.enrichment != EnrichmentStatus.DONE:
-                return
-            built = ConstructedNote(note=note, embedding=list(note.embedding))
-            result = await record(store, llm, settings, built, AddResult(note=note, created=True), skip=skip)
-        item.superseded, item.conflicts, item.knock_on = result.superseded, result.conflicts, result.knock_on
-        item.rejected.extend(result.rejected)
-        item.usage.add(built.usage)
-        report.usage.add(built.usage)
+            if note is not None and note.embedding and note.enrichment == EnrichmentStatus.DONE:
+                built = ConstructedNote(note=note, embedding=list(note.embedding))
+                result = await record(store, llm, settings, built, AddResult(note=note, created=True), skip=skip)
+                item.superseded, item.conflicts, item.knock_on = result.superseded, result.conflicts, result.knock_on
+                item.rejected.extend(result.rejected)
+                item.usage.add(built.usage)
+                report.usage.add(built.usage)
+        judged += 1
+        if on_judged is not None:
+            on_judged(judged, len(added))
 
     await asyncio.gather(*(one(it, skip) for it, skip in zip(added, later, strict=True)))
 

@@ -586,6 +586,33 @@ async def test_a_resumed_ingest_judges_the_notes_its_interrupted_run_stored(make
     assert asked_about_both(model2) == 0  # judged once: the resumed run marked them
 
 
+async def test_a_rerun_that_adds_nothing_still_judges_what_a_stopped_run_left(make_service: Any, scope: Scope) -> None:
+    """A run stopped during its supersession pass (every note stored, some never judged), rerun as it
+    was: nothing is added, and the pass still judges those notes, with its progress heard
+    (7 December: conv-41's rerun skipped the pass and left 41 notes unjudged)."""
+    from graphmem.models import NoteInput
+
+    notes = [
+        NoteInput(content="Ann: I live in Lyon.", event_time="2021-03-01"),
+        NoteInput(content="Ann: I moved to Berlin.", event_time="2024-06-01"),
+    ]
+    stopped, _ = await _service(make_service, updates_responder(moves), enable_supersession=False)
+    await stopped.ingest(notes, scope)
+
+    svc, _ = await _service(make_service, updates_responder(moves))
+    heard: list[tuple[int, int]] = []
+    report = await svc.ingest(notes, scope, on_judged=lambda done, total: heard.append((done, total)))
+    lyon, berlin = report.items
+    assert (lyon.status, berlin.status) == ("existing", "existing")
+    assert [(s.newer_id, s.older_id) for s in berlin.superseded] == [(berlin.note_id, lyon.note_id)]
+    assert heard[0] == (0, 2) and heard[-1] == (2, 2)
+
+    again, model = await _service(make_service, updates_responder(moves))
+    heard.clear()
+    await again.ingest(notes, scope, on_judged=lambda done, total: heard.append((done, total)))
+    assert heard == [] and model.calls == []  # all judged: no pass, no model started
+
+
 def test_cli_updates_answers_without_the_prompt_cache(settings: Any, tmp_path: Any, monkeypatch: Any) -> None:
     """`eval updates` asks its questions as `eval locomo` does: on the local model without llama-server's
     prompt cache (answers that repeat); the ingest and the decisions keep the cached model."""

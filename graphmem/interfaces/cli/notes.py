@@ -417,9 +417,16 @@ def _run_ingest(items: list[NoteInput], scope: Scope, concurrency: int | None, a
                 bar.update(task, advance=1, description=f"importing [red]({len(failed)} failed)[/]")
                 bar.console.print(f"[yellow]item {item.index} {item.status.value}:[/] {item.error}")
 
-        return cast("Awaitable[IngestReport]", svc.ingest(items, scope, concurrency=n, on_item=seen))
+        def judged(done: int, total: int) -> None:
+            # the supersession pass after the last item: a bar of its own, so "done" above means done
+            if "judged" not in tasks:
+                tasks["judged"] = bar.add_task("checking for changed facts", total=total)
+            bar.update(tasks["judged"], completed=done)
+
+        return cast("Awaitable[IngestReport]", svc.ingest(items, scope, concurrency=n, on_item=seen, on_judged=judged))
 
     failed: list[IngestItem] = []
+    tasks: dict[str, Any] = {}
     with progress_bar(to=out) as bar:
         task = bar.add_task("importing", total=len(items))
         return run_service(work, llm=lambda s: s.enable_enrichment)
