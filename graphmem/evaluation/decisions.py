@@ -30,6 +30,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from graphmem.errors import InvalidInputError
+from graphmem.evaluation import Progress
 from graphmem.models import FOLLOWS_REASON, Link, LinkType, NeighbourChange, Note, Scope, Usage, check_id
 from graphmem.service import (
     content_words,
@@ -43,7 +44,6 @@ from graphmem.service import (
 )
 from graphmem.service import cosine as _cos
 
-Progress = Callable[[str, int, int], None]
 Embed = Callable[[Sequence[str]], list[list[float]]]
 Pair = tuple[int, int]
 

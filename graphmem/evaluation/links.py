@@ -50,13 +50,13 @@ import numpy as np
 import numpy.typing as npt
 
 from graphmem.errors import InvalidInputError
+from graphmem.evaluation import Progress
 from graphmem.evaluation.locomo import CATEGORY_NAMES, Conversation
 from graphmem.evaluation.retrieval import RetrievalConfig, evaluate_conversation, merge, scope_for, summarise
 from graphmem.models import FOLLOWS_REASON, LinkType, Note, NoteVersion, Scope
 from graphmem.service import AsyncMemoryService, embed_text
 from graphmem.store import BenchQueries
 
-Progress = Callable[[str, int, int], None]
 Edge = tuple[str, str]
 
 

@@ -32,7 +32,7 @@ import json
 import random
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from importlib import resources
@@ -43,7 +43,7 @@ from pydantic import BaseModel, Field
 
 from graphmem.config import Settings
 from graphmem.errors import GraphmemError, InvalidInputError
-from graphmem.evaluation import metrics
+from graphmem.evaluation import Progress, metrics
 from graphmem.evaluation.compare import compare_systems, stratified_sample
 from graphmem.evaluation.full_context import FullContext, fit_conversation
 from graphmem.evaluation.links import ARMS as LINKS_ARMS
@@ -87,8 +87,6 @@ PUBLISHED_QWEN25_15B: dict[str, Any] = {
         },
     },
 }
-
-Progress = Callable[[str, int, int], None]
 
 
 @cache

@@ -18,12 +18,13 @@ enriched by ``graphmem eval locomo`` to measure those.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
+from graphmem.evaluation import Progress
 from graphmem.evaluation.locomo import (
     CATEGORY_NAMES,
     Conversation,
@@ -36,8 +37,6 @@ from graphmem.store import BenchQueries
 DEFAULT_KS = (1, 5, 10, 20, 40, 50)
 SERVICE_MODES = tuple(m.value for m in SearchMode)
 ALL_MODES = (*SERVICE_MODES, "dense", "full")
-
-Progress = Callable[[str, int, int], None]
 
 
 @dataclass

@@ -23,7 +23,7 @@ import asyncio
 import json
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -31,9 +31,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
+from graphmem.evaluation import Progress
 from graphmem.models import Note, Scope, Usage
 
-Progress = Callable[[str, int, int], None]
 Pair = tuple[int, int]
 Kind = Literal["now", "before", "when", "clash"]
 KINDS: tuple[Kind, ...] = ("now", "before", "when", "clash")
