@@ -324,6 +324,21 @@ SeedOpt = Annotated[
 ]
 
 
+def _qa_config(baseline: str, budgets: str | None, baseline_only: bool, **fields: Any) -> Any:
+    """The QA run's configuration: the systems from --baseline, --budgets and --baseline-only, the rest
+    as given (one place for `eval locomo`, `longmemeval` and `beam`)."""
+    from graphmem.evaluation.qa import QAConfig, parse_baselines, parse_budgets, systems_for
+
+    systems = systems_for(parse_baselines(baseline), parse_budgets(budgets), baseline_only=baseline_only)
+    return QAConfig(systems=systems, **fields)
+
+
+def _dataset_fields(prefix: str, names: Any) -> dict[str, Any]:
+    """What a dataset other than LoCoMo sets alike: its scope prefix and category names, no paper
+    reference rows, and abstention answered openly (an explanation, not a distractor to offer)."""
+    return {"scope_prefix": prefix, "reference": False, "category_names": dict(names), "cat5_prompt": "open"}
+
+
 @app.command("locomo")
 def locomo_cmd(
     data: DataOpt,
@@ -368,12 +383,13 @@ def locomo_cmd(
     the same command and only what is missing is stored or asked."""
     from graphmem.errors import InvalidInputError
     from graphmem.evaluation.locomo import parse_sessions
-    from graphmem.evaluation.qa import QAConfig, parse_baselines, parse_budgets, systems_for
 
     if cat5_prompt not in ("options", "open"):
         raise InvalidInputError("--cat5-prompt must be options or open")
-    systems = systems_for(parse_baselines(baseline), parse_budgets(budgets), baseline_only=baseline_only)
-    cfg = QAConfig(
+    cfg = _qa_config(
+        baseline,
+        budgets,
+        baseline_only,
         tag=tag,
         sessions=parse_sessions(sessions),
         categories=tuple(int(c) for c in categories.split(",") if c.strip()),
@@ -381,8 +397,7 @@ def locomo_cmd(
         mode=mode,
         k=k,
         token_budget=token_budget,
-        systems=systems,
-        cat5_prompt=cat5_prompt,  # type: ignore[arg-type]
+        cat5_prompt=cat5_prompt,
         judge=judge,
         seed=seed,
         ingest_only=ingest_only,
@@ -433,26 +448,23 @@ def longmemeval_cmd(
     Same systems, metrics and resumability as `eval locomo`."""
     from graphmem.evaluation.locomo import select
     from graphmem.evaluation.longmemeval import CATEGORY_NAMES, load_longmemeval
-    from graphmem.evaluation.qa import QAConfig, parse_baselines, parse_budgets, systems_for
 
-    systems = systems_for(parse_baselines(baseline), parse_budgets(budgets), baseline_only=baseline_only)
     ids = [x.strip() for x in questions.split(",") if x.strip()] if questions else None
     convs = select(load_longmemeval(data), ids)
-    cfg = QAConfig(
+    cfg = _qa_config(
+        baseline,
+        budgets,
+        baseline_only,
+        **_dataset_fields("lme", CATEGORY_NAMES),
         tag=tag,
         mode=mode,
         k=k,
         token_budget=token_budget,
-        systems=systems,
-        cat5_prompt="open",  # an abstention answer is an explanation, not a distractor to offer
         judge=judge,
         seed=seed,
         ingest_only=ingest_only,
         concurrency=concurrency,
         sample=sample,
-        scope_prefix="lme",
-        reference=False,
-        category_names=dict(CATEGORY_NAMES),
         answers=answers,
         raw_tag=raw_tag,
         rag_k=rag_k,
@@ -496,25 +508,22 @@ def beam_cmd(
     contradiction, temporal, extraction and abstention questions (category names in the report).
     Same systems, metrics and resumability as `eval locomo`."""
     from graphmem.evaluation.beam import CATEGORY_NAMES, load_beam
-    from graphmem.evaluation.qa import QAConfig, parse_baselines, parse_budgets, systems_for
 
-    systems = systems_for(parse_baselines(baseline), parse_budgets(budgets), baseline_only=baseline_only)
     convs = load_beam(data, roles=tuple(r.strip() for r in roles.split(",") if r.strip()))
-    cfg = QAConfig(
+    cfg = _qa_config(
+        baseline,
+        budgets,
+        baseline_only,
+        **_dataset_fields("beam", CATEGORY_NAMES),
         tag=tag,
         mode=mode,
         k=k,
         token_budget=token_budget,
-        systems=systems,
-        cat5_prompt="open",  # an abstention answer is an explanation, not a distractor to offer
         judge=judge,
         seed=seed,
         ingest_only=ingest_only,
         concurrency=concurrency,
         sample=sample,
-        scope_prefix="beam",
-        reference=False,
-        category_names=dict(CATEGORY_NAMES),
         answers=answers,
         raw_tag=raw_tag,
         rag_k=rag_k,
