@@ -109,6 +109,9 @@ class QAConfig:
     judge: bool = False
     seed: int = 0
     ingest_only: bool = False
+    # score what the answers file holds: nothing stored or asked, every system on the questions all of
+    # them answered (a long run's interim result, while it goes on or after it was stopped)
+    score_only: bool = False
     concurrency: int | None = None  # notes in flight while ingesting (default: the setting)
     sample: int | None = None  # a seeded sample of this many questions, stratified by category
     rag_k: int = RAG_K
@@ -759,11 +762,11 @@ async def run_qa_eval(
     raw_stats: dict[str, Any] = {}
     scopes = {conv.sample_id: _scope(cfg, tag, conv.sample_id) for conv in conversations}
     raw_scopes = {conv.sample_id: _scope(cfg, raw_tag, conv.sample_id) for conv in conversations}
-    if MEMORY in kinds:
+    if MEMORY in kinds and not cfg.score_only:
         pairs = [(conv, scopes[conv.sample_id]) for conv in conversations]
         stats = await ingest(svc, pairs, tag, cfg.sessions, concurrency=cfg.concurrency, progress=progress)
         ingest_stats = {conv.sample_id: {"scope": str(scope), **stats[conv.sample_id]} for conv, scope in pairs}
-    if kinds & {"rag", "memory-no-llm"}:
+    if kinds & {"rag", "memory-no-llm"} and not cfg.score_only:
         for conv in conversations:
             raw_stats[conv.sample_id] = await ingest_raw(svc, conv, raw_scopes[conv.sample_id], raw_tag, cfg.sessions)
 
@@ -777,7 +780,7 @@ async def run_qa_eval(
         for conv in conversations
         if questions[conv.sample_id] and conv.sample_id not in incomplete
     }
-    if not cfg.ingest_only:
+    if not (cfg.ingest_only or cfg.score_only):
         await _check_arm_scopes(svc, arm_scopes, scopes, tag)
     skipped: dict[str, str] = {
         sid: f"{n} turns failed to store (first: {_first_error(ingest_stats[sid])}); the memory's answers wait "
@@ -787,6 +790,7 @@ async def run_qa_eval(
 
     fits: dict[str, FullContext] = {}
     records: list[dict[str, Any]] = []
+    partial: dict[str, Any] | None = None
     if not cfg.ingest_only:
         # What this run must ask (a resumed run skips the rest): the bar whose rate and ETA mean something.
         todo = sum(
@@ -799,6 +803,7 @@ async def run_qa_eval(
         asked = 0
         warmed: set[str] = set()  # conversations whose full context the server has seen in this run
         per_arm = dict.fromkeys((a.system for a in arms), 0)
+        missing = dict.fromkeys((a.system for a in arms), 0)  # score only: answers not in the file yet
         with answers_path.open("a", encoding="utf-8") as sink:
             for conv in conversations:
                 qs = questions[conv.sample_id]
@@ -809,6 +814,9 @@ async def run_qa_eval(
                         continue
                     for q in qs:
                         key = arm.record_key(conv.sample_id, q.index)
+                        if cfg.score_only and needs_answer(done, key):
+                            missing[arm.system] += 1
+                            continue
                         if needs_answer(done, key):
                             if arm.kind == MEMORY:
                                 rec = await answer_with_memory(svc, conv, q, scopes[conv.sample_id], cfg, arm)
@@ -839,6 +847,8 @@ async def run_qa_eval(
                         per_arm[arm.system] += 1
                         if progress is not None:
                             progress(f"answer {arm.system}", per_arm[arm.system], n_questions)
+        if cfg.score_only:
+            records, partial = _answered_by_all(records, [a.system for a in arms], missing, n_questions)
         if "full-context" in kinds:  # what the arm sent (and cut) per conversation, also for reused answers
             for conv in conversations:
                 if questions[conv.sample_id] and conv.sample_id not in fits:
@@ -920,6 +930,7 @@ async def run_qa_eval(
         "ingest": ingest_stats,
         "ingest_raw": raw_stats,
         "skipped": skipped,
+        "partial": partial,
         "full_context": {sid: fc.info() for sid, fc in fits.items()},
         "systems": by_system,
         "comparisons": comparisons,
@@ -927,6 +938,21 @@ async def run_qa_eval(
         "questions": len({(r["sample_id"], r["qa_index"]) for r in records}),
         "seconds": time.perf_counter() - started,
     }
+
+
+def _answered_by_all(
+    records: list[dict[str, Any]], systems: Sequence[str], missing: Mapping[str, int], asked: int
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """A score-only run's records cut to the questions every system that has begun has answered, so
+    that their scores and paired differences stand on the same questions; and what is left to ask (a
+    system with no answer yet shows no scores)."""
+    have: dict[str, set[tuple[str, int]]] = {s: set() for s in systems}
+    for r in records:
+        have[r["system"]].add((r["sample_id"], r["qa_index"]))
+    begun = [qs for qs in have.values() if qs]
+    common = set.intersection(*begun) if begun else set()
+    kept = [r for r in records if (r["sample_id"], r["qa_index"]) in common]
+    return kept, {"questions": asked, "scored": len(common), "missing": dict(missing)}
 
 
 def _first_error(stats: Mapping[str, Any]) -> str:

@@ -216,6 +216,13 @@ def qa_markdown(result: dict[str, Any]) -> str:
     ]
     for sid, why in (result.get("skipped") or {}).items():
         lines += [f"**{sid}: not answered by the memory in this run**: {why}.", ""]
+    if partial := result.get("partial"):
+        left = ", ".join(f"{system} {n}" for system, n in partial["missing"].items())
+        lines += [
+            f"**Interim scores (`--score-only`)**: {partial['scored']} of {partial['questions']} questions, those "
+            f"every system with answers has answered; answers still to ask: {left}.",
+            "",
+        ]
     lines += qa_side_by_side(result)
     lines += qa_budget_curve(result)
     lines += qa_comparisons(result)

@@ -292,6 +292,28 @@ def test_cli_locomo_with_full_context_and_rag_baselines(
         assert len(main.calls) + len(fc.calls) + len(answering.calls) == calls + 3  # only memory@2000 (k=20)
         assert not (curve / "answers.jsonl").exists()
         assert "Budget curve" in (curve / "qa.md").read_text()
+        # interim scores of a run still going: one rag answer not given yet; nothing is asked or started
+        interim = tmp_path / "interim.jsonl"
+        rag_lines = [line for line in kept if line["system"] == "rag"]
+        interim.write_text("".join(json.dumps(r) + "\n" for r in kept if r is not rag_lines[0]), encoding="utf-8")
+        before, n_models = interim.read_bytes(), len(models_started)
+        score = ["--baseline", "full-context,rag", "--sample", "3", "--answers", str(interim), "--score-only"]
+        res = CliRunner().invoke(app, [*args, *score, "--out", str(tmp_path / "interim")])
+        assert res.exit_code == 0, res.output
+        partial = json.loads((tmp_path / "interim" / "qa.json").read_text())
+        assert partial["partial"] == {
+            "questions": 3,
+            "scored": 2,
+            "missing": {"memory": 0, "full-context": 0, "rag": 1},
+        }
+        assert {s: v["cost"]["overall"]["answered"] for s, v in partial["systems"].items()} == dict.fromkeys(
+            ["memory", "full-context", "rag"], 2
+        )  # every system on the same two questions
+        assert "Interim scores" in (tmp_path / "interim" / "qa.md").read_text()
+        assert len(main.calls) + len(fc.calls) + len(answering.calls) == calls + 3  # nothing asked
+        assert len(started) == 1 and len(models_started) == n_models and interim.read_bytes() == before
+        res = CliRunner().invoke(app, [*args, *score, "--ingest-only", "--out", str(tmp_path / "interim")])
+        assert res.exit_code != 0 and "choose one" in str(res.exception)
         res = CliRunner().invoke(app, [*args, "--baseline", "full-context,mem0", "--out", str(out)])
         assert res.exit_code != 0
     finally:

@@ -210,7 +210,9 @@ def _run_qa(
         cfg.full_context_limit = full_context_limit(fc_ctx, settings.llm_max_tokens)
 
     answers = cfg.answers or out / "answers.jsonl"
-    if fc_settings is not None and not pending_answers(settings, convs, cfg, answers)["full-context"]:
+    if fc_settings is not None and (
+        cfg.score_only or not pending_answers(settings, convs, cfg, answers)["full-context"]
+    ):
         # every full-context answer is in the answers file: scored again, no server started
         cfg.full_context_settings, fc_settings = fc_settings, None
     only_fc = fc_settings is not None and set(cfg.systems) == {"full-context"} and not cfg.judge
@@ -319,6 +321,14 @@ TagOpt = Annotated[
     str | None, typer.Option("--tag", help="scope tag (default: derived from model and ablation settings)")
 ]
 IngestOnlyOpt = Annotated[bool, typer.Option("--ingest-only", help="store the conversations, answer nothing")]
+ScoreOnlyOpt = Annotated[
+    bool,
+    typer.Option(
+        "--score-only",
+        help="score the answers already in the answers file (store and ask nothing, start no model): every "
+        "system on the questions all of them answered; the report says what is left to ask",
+    ),
+]
 SeedOpt = Annotated[
     int, typer.Option("--seed", help="seed of the sample, the bootstrap and LoCoMo's category-5 option order")
 ]
@@ -327,8 +337,13 @@ SeedOpt = Annotated[
 def _qa_config(baseline: str, budgets: str | None, baseline_only: bool, **fields: Any) -> Any:
     """The QA run's configuration: the systems from --baseline, --budgets and --baseline-only, the rest
     as given (one place for `eval locomo`, `longmemeval` and `beam`)."""
+    from graphmem.errors import InvalidInputError
     from graphmem.evaluation.qa import QAConfig, parse_baselines, parse_budgets, systems_for
 
+    if fields.get("ingest_only") and fields.get("score_only"):
+        raise InvalidInputError("--ingest-only stores and answers nothing, --score-only stores nothing: choose one")
+    if fields.get("judge") and fields.get("score_only"):  # the judge calls the model and rewrites the answers file
+        raise InvalidInputError("--judge asks the model, --score-only asks nothing: judge in a run of its own")
     systems = systems_for(parse_baselines(baseline), parse_budgets(budgets), baseline_only=baseline_only)
     return QAConfig(systems=systems, **fields)
 
@@ -369,6 +384,7 @@ def locomo_cmd(
     rag_k: RagKOpt = 50,
     token_budget: TokenBudgetOpt = None,
     ingest_only: IngestOnlyOpt = False,
+    score_only: ScoreOnlyOpt = False,
     answers: AnswersOpt = None,
     concurrency: ConcurrencyOpt = None,
     fc_port: FcPortOpt = None,
@@ -401,6 +417,7 @@ def locomo_cmd(
         judge=judge,
         seed=seed,
         ingest_only=ingest_only,
+        score_only=score_only,
         concurrency=concurrency,
         sample=sample,
         rag_k=rag_k,
@@ -435,6 +452,7 @@ def longmemeval_cmd(
     raw_tag: RawTagOpt = None,
     rag_k: RagKOpt = 50,
     ingest_only: IngestOnlyOpt = False,
+    score_only: ScoreOnlyOpt = False,
     answers: AnswersOpt = None,
     concurrency: ConcurrencyOpt = None,
     fc_port: FcPortOpt = None,
@@ -463,6 +481,7 @@ def longmemeval_cmd(
         judge=judge,
         seed=seed,
         ingest_only=ingest_only,
+        score_only=score_only,
         concurrency=concurrency,
         sample=sample,
         answers=answers,
@@ -496,6 +515,7 @@ def beam_cmd(
     raw_tag: RawTagOpt = None,
     rag_k: RagKOpt = 50,
     ingest_only: IngestOnlyOpt = False,
+    score_only: ScoreOnlyOpt = False,
     answers: AnswersOpt = None,
     concurrency: ConcurrencyOpt = None,
     fc_port: FcPortOpt = None,
@@ -522,6 +542,7 @@ def beam_cmd(
         judge=judge,
         seed=seed,
         ingest_only=ingest_only,
+        score_only=score_only,
         concurrency=concurrency,
         sample=sample,
         answers=answers,
