@@ -473,6 +473,7 @@ def _usage_fields(usage: Usage) -> dict[str, Any]:
     return {
         "llm_calls": usage.llm_calls,
         "input_tokens": usage.input_tokens,
+        "cached_input_tokens": usage.cached_input_tokens,
         "output_tokens": usage.output_tokens,
         "total_tokens": usage.total_tokens,
         "seconds": {
@@ -629,6 +630,11 @@ def summarise_system(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "context_tokens": metrics.mean(r.get("context_tokens", 0) for r in ok),
             "total_tokens": metrics.mean(r.get("total_tokens", 0) for r in ok),
             "input_tokens": metrics.mean(r.get("input_tokens", 0) for r in ok),
+            # what the server processed: the input less what its prompt cache held (answers recorded
+            # before 7 December 2026 say nothing of the cache and count whole)
+            "processed_input_tokens": metrics.mean(
+                r.get("input_tokens", 0) - r.get("cached_input_tokens", 0) for r in ok
+            ),
             "output_tokens": metrics.mean(r.get("output_tokens", 0) for r in ok),
             "seconds": metrics.mean(r.get("seconds", {}).get("total", 0.0) for r in ok),
             "search_seconds": metrics.mean(r.get("seconds", {}).get("search", 0.0) for r in ok),
@@ -636,10 +642,14 @@ def summarise_system(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "errors": len(sel) - len(ok),
         }
         for state in ("cold", "warm"):  # full context: the prompt cache's effect on the seconds per answer
-            timed = [r.get("seconds", {}).get("total", 0.0) for r in ok if r.get("cache") == state]
+            timed = [r for r in ok if r.get("cache") == state]
             if timed:
-                cost[f"seconds_cache_{state}"] = metrics.mean(timed)
+                cost[f"seconds_cache_{state}"] = metrics.mean(r.get("seconds", {}).get("total", 0.0) for r in timed)
                 cost[f"answers_cache_{state}"] = len(timed)
+                if any("cached_input_tokens" in r for r in timed):
+                    cost[f"processed_input_tokens_cache_{state}"] = metrics.mean(
+                        r.get("input_tokens", 0) - r.get("cached_input_tokens", 0) for r in timed
+                    )
         truncated = sum(1 for r in sel if r.get("truncated"))
         if truncated:
             cost["truncated"] = truncated

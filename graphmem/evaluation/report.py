@@ -98,8 +98,8 @@ def qa_budget_curve(result: dict[str, Any]) -> list[str]:
         "",
         "| system | budget | k | "
         + " | ".join(c if c != "overall" else "overall (1-4)" for c in cats)
-        + " | context tokens | LLM input tokens | s / answer | answered |",
-        "|---|---|---|" + "---|" * (len(cats) + 4),
+        + " | context tokens | LLM input tokens | processed by the server | s / answer | answered |",
+        "|---|---|---|" + "---|" * (len(cats) + 5),
     ]
     for system in rows:
         data = result["systems"][system]
@@ -110,12 +110,15 @@ def qa_budget_curve(result: dict[str, Any]) -> list[str]:
             f"| {system} | {budget if budget is not None else '-'} | {arm.get('k') or '-'} | "
             + " | ".join(_f(_score(data, c), 100, 1) for c in cats)
             + f" | {_f(cost.get('context_tokens'), 1, 0)} | {_f(cost.get('input_tokens'), 1, 0)} | "
-            f"{_f(cost.get('seconds'), 1, 1)} | {_answered(cost or None)} |"
+            f"{_f(cost.get('processed_input_tokens'), 1, 0)} | {_f(cost.get('seconds'), 1, 1)} | "
+            f"{_answered(cost or None)} |"
         )
     lines += [
         "",
         "LLM input tokens are what the server was sent; a llama.cpp server's prompt cache processes only the part "
-        "after the prefix it already holds (for full context: the question), so the seconds show the cache's effect.",
+        "after the prefix it already holds (for full context: the question). Processed: the input less what the "
+        "server said its cache held (`cached_input_tokens` per answer; answers recorded before 7 December 2026 "
+        "did not record it and count whole); the seconds show the cache's effect too.",
         "",
     ]
     return lines
@@ -180,6 +183,12 @@ def qa_full_context(result: dict[str, Any]) -> list[str]:
                 f"conversation in a run (prompt cache cold: the whole conversation processed; "
                 f"n={fc_cost.get('answers_cache_cold', 0)}), {_f(fc_cost.get('seconds_cache_warm'), 1, 1)} for "
                 f"the others (the cached conversation reused; n={fc_cost.get('answers_cache_warm', 0)})."
+                + (
+                    f" Tokens the server processed per answer: {_f(fc_cost.get('processed_input_tokens_cache_cold'), 1, 0)}"
+                    f" cold, {_f(fc_cost.get('processed_input_tokens_cache_warm'), 1, 0)} warm."
+                    if "processed_input_tokens_cache_warm" in fc_cost or "processed_input_tokens_cache_cold" in fc_cost
+                    else ""
+                )
             ),
             "",
         ]

@@ -139,6 +139,8 @@ def _record_usage(usage: Usage, raw: BaseMessage | None) -> None:
     meta = getattr(raw, "usage_metadata", None) or {}
     usage.input_tokens += int(meta.get("input_tokens", 0) or 0)
     usage.output_tokens += int(meta.get("output_tokens", 0) or 0)
+    details = meta.get("input_token_details") or {}  # "cache_read", or "priority_cache_read" on a tier
+    usage.cached_input_tokens += sum(int(v or 0) for k, v in details.items() if k.endswith("cache_read"))
 
 
 def yes_probability(raw: BaseMessage) -> float:

@@ -33,6 +33,9 @@ class Usage(BaseModel):
 
     llm_calls: int = 0
     input_tokens: int = 0
+    # of input_tokens, those the model server reused from its prompt cache instead of processing
+    # (OpenAI's and llama-server's `prompt_tokens_details.cached_tokens`; 0 when it does not say)
+    cached_input_tokens: int = 0
     output_tokens: int = 0
     repairs: int = 0  # calls whose output had to be re-asked or repaired
     llm_seconds: float = 0.0

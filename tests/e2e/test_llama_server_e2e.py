@@ -126,6 +126,20 @@ async def test_structured_output_is_grammar_constrained(settings: Settings, llm:
     assert isinstance(rejected, list)  # ids and types are checked by the service, not here
 
 
+async def test_the_prompt_cache_is_counted(settings: Settings, llm: LocalLLM) -> None:
+    """The tokens the server took from its prompt cache reach ``Usage`` (llama-server's
+    ``prompt_tokens_details.cached_tokens`` through langchain-openai): the same prompt asked twice is
+    processed once; `eval locomo` reports input less cache as the tokens the server processed."""
+    caller = LLMCaller(_chat(settings, llm), method="json_schema", repair_attempts=0)
+    messages = enrich_messages("Marta repaired her grandfather's radio and it played a 1962 broadcast.")
+    first, second = Usage(), Usage()
+    await caller.text(messages, first, max_tokens=4)
+    await caller.text(messages, second, max_tokens=4)
+    assert first.input_tokens == second.input_tokens > 0
+    assert second.cached_input_tokens >= second.input_tokens - 2  # all but the last token(s) reused
+    assert first.cached_input_tokens < second.cached_input_tokens
+
+
 async def test_two_requests_are_decoded_together(settings: Settings, llm: LocalLLM) -> None:
     chat = _chat(settings.model_copy(update={"llm_max_tokens": 48}), llm)
     prompts = [f"Write a list of {n} fruits, one per line." for n in ("twenty", "thirty")]

@@ -185,6 +185,31 @@ def test_failed_answers_are_reported_never_scored_as_zeros() -> None:
     assert every_failed["cost"]["overall"]["answered"] == 0
 
 
+def test_the_tokens_the_server_processed_leave_out_its_prompt_cache() -> None:
+    """Full context: the cold answer processes the whole conversation, a warm one only the question;
+    an answer recorded before the cache was counted counts whole."""
+    from graphmem.evaluation.report import qa_budget_curve, qa_full_context
+
+    cold = {**_rec("full-context", 0, 4, "Pixel", "Pixel"), "input_tokens": 17000, "cached_input_tokens": 0}
+    warm = {**_rec("full-context", 1, 4, "Pixel", "Pixel"), "input_tokens": 17040, "cached_input_tokens": 17000}
+    old = {**_rec("full-context", 2, 4, "Pixel", "Pixel"), "input_tokens": 17020}
+    for rec, state in ((cold, "cold"), (warm, "warm"), (old, "warm")):
+        rec.update(cache=state, seconds={"total": 1.0})
+    cost = summarise_system([cold, warm, old])["cost"]["overall"]
+    assert cost["processed_input_tokens"] == pytest.approx((17000 + 40 + 17020) / 3)
+    assert cost["processed_input_tokens_cache_cold"] == 17000
+    assert cost["processed_input_tokens_cache_warm"] == pytest.approx((40 + 17020) / 2)
+    memory = {**_rec("memory@1000", 0, 4, "Pixel", "Pixel"), "input_tokens": 1200, "cached_input_tokens": 200}
+    result = {
+        "config": {"arms": {"memory@1000": {"budget": 1000, "k": 20}}, "full_context_server": None},
+        "systems": {"memory@1000": summarise_system([memory]), "full-context": summarise_system([cold, warm, old])},
+        "full_context": {},
+    }
+    row = next(line for line in qa_budget_curve(result) if line.startswith("| memory@1000"))
+    assert "| 1200 | 1000 |" in row  # sent, then processed
+    assert qa_full_context(result) == []  # no conversation fitted: nothing to say
+
+
 def test_report_shows_failed_answers_as_failed() -> None:
     from graphmem.evaluation.report import qa_side_by_side
 
