@@ -412,7 +412,15 @@ async def ingest(
             progress(label[scope].replace("ingest", "check changed facts", 1), n, total)
 
     reports = await svc.ingest_scopes(batches, concurrency=concurrency, on_item=seen, on_judged=judged)
-    return {conv.sample_id: _ingest_stats(report) for (conv, _), report in zip(conversations, reports, strict=True)}
+    stats = {conv.sample_id: _ingest_stats(report) for (conv, _), report in zip(conversations, reports, strict=True)}
+    for conv, scope in conversations:
+        # the memory as answered, whichever run stored them: notes whose enrichment failed, stored raw
+        # until `graphmem repair` (a resumed ingest skips stored notes)
+        stats[conv.sample_id]["pending_in_memory"] = len(await svc.store.pending(scope, _PENDING_MAX))
+    return stats
+
+
+_PENDING_MAX = 100_000  # pending notes counted per conversation (a LoCoMo conversation has under 1,000 turns)
 
 
 def _ingest_stats(report: IngestReport) -> dict[str, Any]:

@@ -275,17 +275,23 @@ def qa_markdown(result: dict[str, Any]) -> str:
         lines += [
             "## Ingest (full A-MEM add per turn)",
             "",
-            "| conversation | turns | added | reused | links | evolved | pending | errors | LLM calls/note | tokens/note | s/note (latency) | wall s/note |",
+            "| conversation | turns | added | reused | links | evolved | pending: this run / in the memory | errors | "
+            "LLM calls/note | tokens/note | s/note (latency) | wall s/note |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for sid, st in result["ingest"].items():
             pn = st["per_note"]
             lines.append(
-                f"| {sid} | {st['turns']} | {st['added']} | {st['reused']} | {st['links']} | {st['evolved']} | {st['pending']} | "
+                f"| {sid} | {st['turns']} | {st['added']} | {st['reused']} | {st['links']} | {st['evolved']} | {st['pending']} / {st.get('pending_in_memory', '-')} | "
                 f"{st['errors']} | {_f(pn['llm_calls'])} | {_f(pn['tokens'], 1, 0)} | {_f(pn['seconds'])} | "
                 f"{_f(pn.get('wall_seconds'))} |"
             )
-        lines.append("")
+        lines += [
+            "",
+            "Pending: notes whose enrichment failed (the model's reply was refused or the call failed), stored raw "
+            "and searched as such until `graphmem repair` runs them again; a resumed ingest does not retry them.",
+            "",
+        ]
     if result.get("ingest_raw"):
         lines += [
             "## Ingest of the raw turns (rag, memory-no-llm: no LLM call)",

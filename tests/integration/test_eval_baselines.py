@@ -327,6 +327,36 @@ def test_cli_locomo_with_full_context_and_rag_baselines(
 
 
 @aio
+async def test_the_report_counts_the_notes_stored_raw_whichever_run_stored_them(
+    make_service: Any, cleanup: list[Scope], tmp_path: Path
+) -> None:
+    """Notes whose enrichment failed stay raw until `graphmem repair`; a resumed run adds nothing, and
+    its report still says how many of the memory's notes are raw."""
+    from tests.fakes import text_reply
+
+    base = amem_responder(answer="Lisbon")
+
+    def no_enrichment_for_lighthouses(messages: list[BaseMessage]) -> AIMessage:
+        if step_of(messages) == "enrich" and any("lighthouses" in str(m.content) for m in messages):
+            return text_reply("I would rather not.")  # no JSON, repairs included: the note is stored raw
+        reply = base(messages)
+        assert isinstance(reply, AIMessage)
+        return reply
+
+    svc, _ = await make_service(no_enrichment_for_lighthouses)
+    convs = load_locomo(LOCOMO)[1:]
+    tag = _tag()
+    cleanup.extend(_scopes("locomo", [tag], ["tiny-2"]))
+    cfg = QAConfig(tag=tag, systems=("memory",), ingest_only=True)
+    first = (await run_qa_eval(svc, convs, cfg, tmp_path))["ingest"]["tiny-2"]
+    assert first["pending"] == first["pending_in_memory"] == 1
+    again = (await run_qa_eval(svc, convs, cfg, tmp_path))["ingest"]["tiny-2"]
+    assert (again["added"], again["pending"], again["pending_in_memory"]) == (0, 0, 1)
+    write_outputs(await run_qa_eval(svc, convs, cfg, tmp_path), tmp_path / "report")
+    assert "| 0 / 1 |" in (tmp_path / "report" / "qa.md").read_text()
+
+
+@aio
 async def test_memory_answers_wait_while_the_ingest_is_incomplete(
     make_service: Any, cleanup: list[Scope], tmp_path: Path
 ) -> None:
