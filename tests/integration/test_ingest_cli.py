@@ -100,6 +100,7 @@ def test_import_agentic_cli_resumes_and_reports_failed_items(
     assert (out["added"], out["failed"]) == (5, 1)
     assert out["failed_items"][0]["index"] == 3 and "empty" in out["failed_items"][0]["error"]
     assert "importing" in first.stderr  # the progress bar goes to stderr with --json
+    assert "checking for changed facts" in first.stderr  # the supersession pass after it: a bar of its own
     again = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert json.loads(again.stdout)["existing"] == 5 and json.loads(again.stdout)["added"] == 0
     rows = graph.q(
