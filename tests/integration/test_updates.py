@@ -598,11 +598,14 @@ async def test_a_rerun_that_adds_nothing_still_judges_what_a_stopped_run_left(ma
     ]
     stopped, _ = await _service(make_service, updates_responder(moves), enable_supersession=False)
     await stopped.ingest(notes, scope)
+    raw = NoteInput(content="Ann: The tram was late again.", event_time="2024-06-02")
+    await stopped.ingest([raw], scope, enrich=False)  # stored raw: nothing for the pass to judge, ever
+    notes.append(raw)
 
     svc, _ = await _service(make_service, updates_responder(moves))
     heard: list[tuple[int, int]] = []
     report = await svc.ingest(notes, scope, on_judged=lambda done, total: heard.append((done, total)))
-    lyon, berlin = report.items
+    lyon, berlin, _ = report.items
     assert (lyon.status, berlin.status) == ("existing", "existing")
     assert [(s.newer_id, s.older_id) for s in berlin.superseded] == [(berlin.note_id, lyon.note_id)]
     assert heard[0] == (0, 2) and heard[-1] == (2, 2)
