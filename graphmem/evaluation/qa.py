@@ -383,6 +383,9 @@ def rag_context(ranked: Sequence[Note], budget: int) -> Context:
 # --- ingest -----------------------------------------------------------------------------------------
 
 
+_PENDING_MAX = 100_000  # pending notes counted per conversation (a LoCoMo conversation has under 1,000 turns)
+
+
 async def ingest(
     svc: AsyncMemoryService,
     conversations: Sequence[tuple[Conversation, Scope]],
@@ -418,9 +421,6 @@ async def ingest(
         # until `graphmem repair` (a resumed ingest skips stored notes)
         stats[conv.sample_id]["pending_in_memory"] = len(await svc.store.pending(scope, _PENDING_MAX))
     return stats
-
-
-_PENDING_MAX = 100_000  # pending notes counted per conversation (a LoCoMo conversation has under 1,000 turns)
 
 
 def _ingest_stats(report: IngestReport) -> dict[str, Any]:
