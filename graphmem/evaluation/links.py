@@ -70,6 +70,11 @@ class ArmSpec(NamedTuple):
     enrichment: bool  # keywords, tags and context (off: content alone, re-embedded)
     updates: bool  # supersessions and conflicts (issue 28; off: every note current)
     context: bool | None = None  # the notes' LLM-written contexts in the answer context (None: the setting)
+    # evolution without a call: each LLM link's later note lends its keywords to the earlier note it
+    # links to (the words reach the full-text index; the search vector and the note's words stay)
+    link_words: bool = False
+    # the search vector embedded from this text variant (None: the ingest's vectors; service/text.py)
+    embed_variant: str | None = None
 
 
 STRONGEST = "strongest"
@@ -84,6 +89,8 @@ ARMS: dict[str, ArmSpec] = {
     "no-enrichment": ArmSpec(True, True, False, True),
     "no-supersession": ArmSpec(True, True, True, False),
     "with-context": ArmSpec(True, True, True, True, True),
+    "word-evolution": ArmSpec(True, False, True, True, None, True),
+    "content-vector": ArmSpec(True, True, True, True, None, False, "content"),
 }
 _ARM_CODES = {
     "full": "af",
@@ -94,10 +101,15 @@ _ARM_CODES = {
     "no-enrichment": "ax",
     "no-supersession": "as",
     "with-context": "ac",
+    "word-evolution": "aw",
+    "content-vector": "av",
 }
 # Arms also compared with an arm other than full (arm minus the other): the cheaper evolution
 # against none, the comparison that decides whether it is on by default.
-ARM_PAIRS: tuple[tuple[str, str], ...] = (("strongest-evolution", "no-evolution"),)
+ARM_PAIRS: tuple[tuple[str, str], ...] = (
+    ("strongest-evolution", "no-evolution"),
+    ("word-evolution", "no-evolution"),
+)
 TARGET_RATIO = 2.0  # issue 18: evidence connectivity through LLM links at least 2x the random rate
 EMBEDDING_CHECK_MIN_COSINE = 0.999
 
@@ -113,7 +125,7 @@ class LinksConfig:
     connectivity: bool = True
     ablation: bool = True
     mode: str | None = None  # search mode of the ablation; default settings.search_mode
-    k: int | None = None  # default settings.search_k
+    k: int | None = None  # default settings.answer_k (what ask searches)
     token_budget: int | None = None  # default settings.context_token_budget
     max_questions: int | None = None  # per conversation, ablation only
     bootstrap: int = 2000  # resamples of the paired difference between arms
@@ -459,7 +471,7 @@ def arm_records(
     back to its original values; without enrichment, keywords, tags and context emptied and the
     embedding dropped (content alone); without updates, no supersession or conflict (derivations kept).
     """
-    links_on, evolution_on, enrichment_on, updates_on, _context = ARMS[arm]
+    links_on, evolution_on, enrichment_on, updates_on, *_ = ARMS[arm]
     strongest = strongest_targets(records) if evolution_on == STRONGEST else {}
     out: list[dict[str, Any]] = []
     for r in records:
@@ -499,6 +511,39 @@ def arm_records(
             rec.pop("embedding", None)
         out.append(rec)
     return out
+
+
+LENT_KEYWORDS_MAX = 24  # a note's keywords with the lent ones (a hub note would match every query)
+
+
+def lend_link_words(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each note's keywords added to the keywords of the earlier notes its LLM links point to (in
+    link order, without repeats, case-insensitive): what an evolution's new keywords do for search,
+    without a call."""
+    by_id = {r["id"]: r for r in records}
+    own = {r["id"]: list(r.get("keywords") or []) for r in records}  # lent words are not passed on
+    for r in records:
+        for link in r.get("links") or []:
+            target = by_id.get(link["target_id"])
+            if target is None or is_turn_link(link):
+                continue
+            have = {w.lower() for w in target.get("keywords") or []}
+            lent = [w for w in own[r["id"]] if w.lower() not in have]
+            target["keywords"] = [*(target.get("keywords") or []), *lent][: max(LENT_KEYWORDS_MAX, len(have))]
+    return records
+
+
+async def embed_missing(
+    svc: AsyncMemoryService, records: Sequence[dict[str, Any]], scope: Scope, variant: str | None = None
+) -> None:
+    """The embedding each record without one gets, set on it now: of the text ``variant`` (default:
+    the setting, as the import would embed it)."""
+    bare = [r for r in records if not r.get("embedding")]
+    if bare:
+        variant = variant or svc.settings.embed_text_variant
+        vectors = await svc.embedder.aembed_documents([embed_text(_note_of(r, scope), variant) for r in bare])
+        for r, v in zip(bare, vectors, strict=True):
+            r["embedding"] = list(v)
 
 
 def _note_of(record: Mapping[str, Any], scope: Scope) -> Note:
@@ -569,6 +614,13 @@ async def build_arms(
     for arm, scope in scopes.items():
         await bq.delete_scope(scope)  # always rebuilt: the source may have grown since
         recs = arm_records(records, arm, originals, histories)
+        if ARMS[arm].embed_variant:  # enrichment kept for the full-text index and the answer
+            for r in recs:
+                r.pop("embedding", None)
+            await embed_missing(svc, recs, scope, ARMS[arm].embed_variant)
+        if ARMS[arm].link_words:  # lent words reach the full-text index, never the search vector
+            await embed_missing(svc, recs, scope)
+            lend_link_words(recs)
         await svc.import_notes(recs, scope)
         stored = await svc.count(scope)
         if stored != len(recs):
@@ -622,7 +674,7 @@ async def run_links_eval(
     started = time.perf_counter()
     s = svc.settings
     mode = cfg.mode or s.search_mode
-    k = cfg.k or s.search_k
+    k = cfg.k or s.answer_k
     graphs: list[_ConvGraph] = []
     conv_info: dict[str, Any] = {}
     parts: dict[str, list[Any]] = {arm: [] for arm in ARMS}
@@ -696,6 +748,7 @@ async def run_links_eval(
             "k": k,
             "context_token_budget": cfg.token_budget or s.context_token_budget,
             "links_per_hit": s.links_per_hit,
+            "answer_links_per_hit": s.resolved_answer_links_per_hit,
             "embed_text_variant": s.embed_text_variant,
             "answer_shows_context": s.answer_shows_context,
             "embedder": s.embedder,

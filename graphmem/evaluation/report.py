@@ -488,15 +488,20 @@ def links_markdown(result: dict[str, Any]) -> str:
             "## Ablation on retrieval (A-MEM Table 3, done on recall)",
             "",
             (
-                f"Recall@{k} within the ask budget ({c['context_token_budget']} tokens), search `{ab['mode']}` with "
-                f"{c['links_per_hit']} links per hit, on the same {ab['questions']} questions; arms built from the "
+                f"Recall@{k} within the ask budget ({c['context_token_budget']} tokens): the evidence in the context "
+                f"`ask` gives the answer model (search `{ab['mode']}`, k={k}, "
+                f"{c.get('answer_links_per_hit', c['links_per_hit'])} linked notes per hit; a superseded note kept, "
+                f"marked, beside its current one), on the same {ab['questions']} questions; arms built from the "
                 "ingested scopes by export and import (`no-links`: LLM links dropped, turn links kept; "
                 "`no-evolution`: evolved notes back to their values before their first evolution, re-embedded; "
                 "`strongest-evolution`: only the evolutions an add made through its strongest link kept "
                 "(`GRAPHMEM_EVOLUTION_NEIGHBOURS=1`), the others undone; "
                 "`no-enrichment`: keywords, tags and context emptied, re-embedded from the content alone; "
                 "`no-supersession`: supersessions and conflicts dropped; `with-context`: the notes as stored, "
-                "each with its LLM-written context in the answer context). "
+                "each with its LLM-written context in the answer context; `word-evolution`: no evolution, and each "
+                "note's keywords lent to the earlier notes its LLM links point to, an evolution without a call; "
+                "`content-vector`: every note's search vector embedded from its content alone, its enrichment "
+                "kept for the full-text index and the answer). "
                 "Effects: full minus the arm, paired over questions, 95% bootstrap interval."
             ),
             "",

@@ -158,9 +158,6 @@ async def evaluate_conversation(
 
     qvecs = await svc.embedder.aembed_documents([q.question for q, _ in questions])
     budget = cfg.token_budget or svc.settings.context_token_budget
-    # The budgeted measures are of what ask would pack: its own linked notes per hit when set apart.
-    ask_links = svc.settings.resolved_answer_links_per_hit
-    own_search = ask_links != svc.settings.links_per_hit
     full_notes = [notes_by_id[i] for i in ids if i in notes_by_id]
     full_budgeted = build_context(full_notes, budget, with_context=shown)
     full_kept = [full_notes[j].source_id for j in full_budgeted.used]
@@ -192,16 +189,10 @@ async def evaluate_conversation(
                     continue
                 if mode == "dense":
                     assert dense_order is not None
-                    found_ids = packed_ids = [ids[j] for j in dense_order[qi, :k]]
+                    found_ids = [ids[j] for j in dense_order[qi, :k]]
                 else:
                     hits = await svc.search(q.question, scope, k=k, mode=mode, query_embedding=qv)
-                    found_ids = packed_ids = [h.note.id for h in hits]
-                    if own_search:
-                        asked = await svc.search(
-                            q.question, scope, k=k, mode=mode, query_embedding=qv, links_per_hit=ask_links
-                        )
-                        packed_ids = [h.note.id for h in asked]
-                        hits = [*hits, *asked]
+                    found_ids = [h.note.id for h in hits]
                     for h in hits:
                         notes_by_id.setdefault(h.note.id, h.note)
                 found_notes = [notes_by_id[i] for i in found_ids if i in notes_by_id]
@@ -211,12 +202,18 @@ async def evaluate_conversation(
                 acc.hit.append(hit)
                 acc.tokens.append(build_context(found_notes, with_context=shown).tokens)
                 acc.notes.append(len(found_ids))
-                packed = [notes_by_id[i] for i in packed_ids if i in notes_by_id]
-                ctx = build_context(packed, budget, with_context=shown)
-                br, bhit = _recall([packed[j].source_id for j in ctx.used], ev)
+                if mode == "dense":
+                    ctx = build_context(found_notes, budget, with_context=shown)
+                    kept, kept_tokens = [found_notes[j].source_id for j in ctx.used], ctx.tokens
+                else:  # the budgeted measures are of the context ask gives the answer model at this k
+                    asked = await svc.ask_context(
+                        q.question, scope, k=k, mode=mode, token_budget=budget, show_context=shown, query_embedding=qv
+                    )
+                    kept, kept_tokens = [h.note.source_id for h in asked.hits], asked.tokens
+                br, bhit = _recall(kept, ev)
                 acc.budget_recall.append(br)
                 acc.budget_hit.append(bhit)
-                acc.budget_tokens.append(ctx.tokens)
+                acc.budget_tokens.append(kept_tokens)
                 acc.category.append(q.category)
         if progress is not None:
             progress(conv.sample_id, qi + 1, total)

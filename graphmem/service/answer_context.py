@@ -11,9 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
-from graphmem.models import Note
+from graphmem.models import Note, SearchHit
 from graphmem.tokens import count_tokens
+
+if TYPE_CHECKING:
+    from graphmem.service.updates import Asked
 
 _UNDATED = ""
 _EPOCH = datetime(1, 1, 1, tzinfo=UTC)
@@ -24,6 +28,19 @@ class Context:
     text: str
     used: list[int]  # indexes into the notes given, in rank order
     tokens: int
+
+
+@dataclass(frozen=True)
+class AskContext:
+    """What ``ask`` shows the answer model: the context's text, the hits it holds (rank order), its
+    tokens, the marks under its notes (note id -> line) and what the question asks about in time
+    ("now", "before" or None)."""
+
+    text: str
+    hits: list[SearchHit]
+    tokens: int
+    marks: dict[str, str]
+    asked: Asked | None
 
 
 def when(note: Note) -> str:

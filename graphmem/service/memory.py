@@ -63,7 +63,7 @@ from graphmem.models.timeline import ConsolidationResult, Synthesis
 from graphmem.ports import HistoryStore, ItemStore, NoteStore
 from graphmem.service import bulk, ingest, retrieve, transfer, updates, versions
 from graphmem.service.add_steps import AddSteps
-from graphmem.service.answer_context import build_context
+from graphmem.service.answer_context import AskContext, build_context
 from graphmem.service.chat_model import ChatModelSlot, ChatModelSource
 from graphmem.service.items import ItemService
 from graphmem.service.linking import MAX_REASON_CHARS, LinkDecider, decider_for
@@ -679,6 +679,44 @@ class AsyncMemoryService:
         """
         started = time.perf_counter()
         usage = Usage()
+        got = await self.ask_context(
+            question,
+            scope,
+            k=k,
+            mode=mode,
+            token_budget=token_budget,
+            filters=filters,
+            history=history,
+            as_of=as_of,
+            show_context=show_context,
+            usage=usage,
+        )
+        instructions = updates.with_rule(instructions, got.marks, got.asked)
+        answer = await self.answer(question, got.text or "(no notes)", instructions=instructions, usage=usage)
+        clash = updates.clash_of(got.hits)  # a recorded clash is answered as one (issue 28)
+        if clash is not None and clash not in answer:
+            answer = f"{answer} ({clash})" if answer else clash
+        usage.total_seconds = time.perf_counter() - started
+        return AskResult(question=question, answer=answer, notes=got.hits, context_tokens=got.tokens, usage=usage)
+
+    async def ask_context(
+        self,
+        question: str,
+        scope: Scope,
+        *,
+        k: int | None = None,
+        mode: SearchMode | str | None = None,
+        token_budget: int | None = None,
+        filters: SearchFilters | None = None,
+        history: bool = False,
+        as_of: datetime | str | None = None,
+        show_context: bool | None = None,
+        usage: Usage | None = None,
+        query_embedding: Sequence[float] | None = None,
+    ) -> AskContext:
+        """The context ``ask`` gives the answer model for a question, without the answer: what the
+        evaluations measure as retrieval is what the answers see. Arguments as for ``ask``;
+        ``query_embedding`` skips embedding the question."""
         budget = self.settings.context_token_budget if token_budget is None else token_budget
         check_bound(budget, LIMITS.token_budget_min, LIMITS.token_budget_max, "token budget")
         # The default context keeps a superseded hit, marked, and brings its current note after it; a
@@ -693,6 +731,7 @@ class AsyncMemoryService:
             mode=mode,
             filters=filters,
             usage=usage,
+            query_embedding=query_embedding,
             history=history or both,
             as_of=as_of,
             links_per_hit=self.settings.resolved_answer_links_per_hit,
@@ -707,15 +746,14 @@ class AsyncMemoryService:
             with_context=self.settings.answer_shows_context if show_context is None else show_context,
         )
         used = [hits[i] for i in ctx.used]
-        del hits  # only the notes in the context stay in memory while the LLM answers
         kept = {h.note.id for h in used}
-        instructions = updates.with_rule(instructions, {i: m for i, m in marks.items() if i in kept}, asked)
-        answer = await self.answer(question, ctx.text or "(no notes)", instructions=instructions, usage=usage)
-        clash = updates.clash_of(used)  # a recorded clash is answered as one (issue 28)
-        if clash is not None and clash not in answer:
-            answer = f"{answer} ({clash})" if answer else clash
-        usage.total_seconds = time.perf_counter() - started
-        return AskResult(question=question, answer=answer, notes=used, context_tokens=ctx.tokens, usage=usage)
+        return AskContext(
+            text=ctx.text,
+            hits=used,
+            tokens=ctx.tokens,
+            marks={i: m for i, m in marks.items() if i in kept},
+            asked=asked,
+        )
 
     async def answer(
         self, question: str, context: str, *, instructions: str | None = None, usage: Usage | None = None

@@ -38,6 +38,7 @@ from graphmem.models import (
     VersionDiff,
 )
 from graphmem.models.timeline import ConsolidationResult
+from graphmem.service.answer_context import AskContext
 from graphmem.service.chat_model import ChatModelSource
 from graphmem.service.linking import LinkDecider
 from graphmem.service.memory import AsyncMemoryService, Progress
@@ -344,6 +345,37 @@ class MemoryService:
                 history=history,
                 as_of=as_of,
                 show_context=show_context,
+            )
+        )
+
+    def ask_context(
+        self,
+        question: str,
+        scope: Scope,
+        *,
+        k: int | None = None,
+        mode: SearchMode | str | None = None,
+        token_budget: int | None = None,
+        filters: SearchFilters | None = None,
+        history: bool = False,
+        as_of: datetime | str | None = None,
+        show_context: bool | None = None,
+        usage: Usage | None = None,
+        query_embedding: Sequence[float] | None = None,
+    ) -> AskContext:
+        return self._loop.run(
+            self.aio.ask_context(
+                question,
+                scope,
+                k=k,
+                mode=mode,
+                token_budget=token_budget,
+                filters=filters,
+                history=history,
+                as_of=as_of,
+                show_context=show_context,
+                usage=usage,
+                query_embedding=query_embedding,
             )
         )
 

@@ -21,7 +21,15 @@ from typer.testing import CliRunner
 
 from graphmem.config import Settings
 from graphmem.errors import InvalidInputError
-from graphmem.evaluation.links import ARMS, STRONGEST, LinksConfig, arm_note_id, arm_tag, run_links_eval
+from graphmem.evaluation.links import (
+    ARMS,
+    STRONGEST,
+    LinksConfig,
+    arm_note_id,
+    arm_tag,
+    is_turn_link,
+    run_links_eval,
+)
 from graphmem.evaluation.locomo import load_locomo, note_id
 from graphmem.evaluation.qa import QAConfig, run_qa_eval
 from graphmem.evaluation.report import write_outputs
@@ -145,8 +153,17 @@ async def test_connectivity_and_arms_on_a_scripted_ingest(
     for d, n in EVOLVED.items():
         assert evolved_now[d].version == 1 + n
         assert evolved_now[d].context == [c for t, cs in EVOLUTIONS.items() for x, c in cs if x == d][-1]
-    source_vectors = {r["id"]: r["embedding"] for r in await svc.export_notes(source)}
-    for arm, (links_on, evolution_on, enrichment_on, *_) in ARMS.items():
+    source_records = await svc.export_notes(source)
+    source_vectors = {r["id"]: r["embedding"] for r in source_records}
+    lent_words: dict[str, list[str]] = {}  # what the later notes' LLM links lend each evolved note
+    for r in source_records:
+        for x in r["links"]:
+            d = next((d for d in EVOLVED if note_id(tag, "tiny-1", d) == x["target_id"]), None)
+            if d is not None and not is_turn_link(x):
+                have = {w.lower() for w in [*originals[d].keywords, *lent_words.get(d, [])]}
+                lender = originals[r["source_id"]].keywords if r["source_id"] in EVOLVED else r["keywords"]
+                lent_words.setdefault(d, []).extend(w for w in lender if w.lower() not in have)
+    for arm, (links_on, evolution_on, enrichment_on, _updates, _context, link_words, _vector) in ARMS.items():
         scope = scope_for(arm_tag(tag, arm), "tiny-1")
         records = {r["source_id"]: r for r in await svc.export_notes(scope)}
         assert len(records) == 11 and arms[arm]["notes"] == 11
@@ -163,6 +180,11 @@ async def test_connectivity_and_arms_on_a_scripted_ingest(
                 (fresh,) = embedder.embed_documents([embed_text(note, svc.settings.embed_text_variant)])
                 assert float(np.dot(fresh, rec["embedding"])) > 0.999
                 assert float(np.dot(source_vectors[src_id], rec["embedding"])) < 0.999
+            elif ARMS[arm].embed_variant:  # enrichment kept, the vector of the content alone
+                assert rec["context"] == evolved_now[d].context
+                (fresh,) = embedder.embed_documents([evolved_now[d].content])
+                assert float(np.dot(fresh, rec["embedding"])) > 0.999
+                assert float(np.dot(source_vectors[src_id], rec["embedding"])) < 0.999
             elif evolution_on == STRONGEST:  # D2:3 evolved D1:1 with no link to it: D1:3's evolution stays
                 expected = EVOLUTIONS["D1:3"][0][1] if d == "D1:1" else evolved_now[d].context
                 assert rec["context"] == expected and arms[arm]["evolved"] == 3
@@ -171,41 +193,53 @@ async def test_connectivity_and_arms_on_a_scripted_ingest(
                 assert rec["context"] == evolved_now[d].context
                 assert rec["embedding"] == pytest.approx(source_vectors[src_id])
             else:  # back to the values before the first evolution, embedded from them
-                assert (rec["context"], rec["tags"], rec["keywords"]) == (
-                    originals[d].context,
-                    originals[d].tags,
-                    originals[d].keywords,
-                )
-                note = await svc.get(rec["id"], scope)
-                (fresh,) = embedder.embed_documents([embed_text(note, svc.settings.embed_text_variant)])
-                assert float(np.dot(fresh, rec["embedding"])) > 0.999
+                assert (rec["context"], rec["tags"]) == (originals[d].context, originals[d].tags)
+                own = len(originals[d].keywords)
+                assert rec["keywords"][:own] == originals[d].keywords
+                # word-evolution: the keywords of the notes whose LLM links point to it follow its own
+                assert rec["keywords"][own:] == (lent_words.get(d, []) if link_words else []), arm
+                if not link_words:  # lent words never reach the search vector (checked below)
+                    note = await svc.get(rec["id"], scope)
+                    (fresh,) = embedder.embed_documents([embed_text(note, svc.settings.embed_text_variant)])
+                    assert float(np.dot(fresh, rec["embedding"])) > 0.999
                 # evolution kept the search vector (evolution_reembed off): the source's is the same
                 assert float(np.dot(source_vectors[src_id], rec["embedding"])) > 0.999
         unevolved = records["D2:5"]
-        if enrichment_on:
+        if enrichment_on and not ARMS[arm].embed_variant:
             assert unevolved["embedding"] == pytest.approx(source_vectors[note_id(tag, "tiny-1", "D2:5")])
 
     # The ablation table: every arm, the same questions, per category; the full arm is a faithful copy.
     ab = result["ablation"]
-    assert list(ab["arms"]) == list(ARMS) and ab["metric"] == "budget_recall@10" and ab["questions"] == 11
+    k = svc.settings.answer_k  # the ablation measures what ask searches and packs
+    assert list(ab["arms"]) == list(ARMS) and ab["metric"] == f"budget_recall@{k}" and ab["questions"] == 11
     for data in ab["arms"].values():
         assert data["overall"]["count"] == 11 and set(data["by_category"]) == {"1", "2", "3", "4"}
-        assert 0.0 <= data["overall"]["budget_recall@10"] <= 1.0
-        assert 0.0 <= data["overall"]["budget_hit@10"] <= data["overall"]["budget_recall@10"]
+        assert 0.0 <= data["overall"][f"budget_recall@{k}"] <= 1.0
+        assert 0.0 <= data["overall"][f"budget_hit@{k}"] <= data["overall"][f"budget_recall@{k}"]
     assert set(ab["deltas"]) == set(ARMS) - {"full"}
     # the cheaper evolution against none, paired over the same questions
     pair = ab["pairs"]["strongest-evolution - no-evolution"]["arm_minus_other"]
     gap = (
-        ab["arms"]["strongest-evolution"]["overall"]["budget_recall@10"]
-        - ab["arms"]["no-evolution"]["overall"]["budget_recall@10"]
+        ab["arms"]["strongest-evolution"]["overall"][f"budget_recall@{k}"]
+        - ab["arms"]["no-evolution"]["overall"][f"budget_recall@{k}"]
     )
     assert pair["mean"] == pytest.approx(gap) and pair["ci95_low"] <= pair["mean"] <= pair["ci95_high"]
+    assert "word-evolution - no-evolution" in ab["pairs"]
     # with-context: the same notes found, each written with its context, so the budget holds fewer of them
     bare, wordy = ab["arms"]["full"]["overall"], ab["arms"]["with-context"]["overall"]
-    assert wordy["recall@10"] == bare["recall@10"] and wordy["tokens@10"] > bare["tokens@10"]
-    assert wordy["budget_recall@10"] <= bare["budget_recall@10"]
-    plain = await run_retrieval_eval(svc, convs, RetrievalConfig(ks=(10,), modes=("hybrid",), reuse_tag=tag))
+    assert wordy[f"recall@{k}"] == bare[f"recall@{k}"] and wordy[f"tokens@{k}"] > bare[f"tokens@{k}"]
+    assert wordy[f"budget_recall@{k}"] <= bare[f"budget_recall@{k}"]
+    plain = await run_retrieval_eval(svc, convs, RetrievalConfig(ks=(k,), modes=("hybrid",), reuse_tag=tag))
     assert ab["arms"]["full"]["overall"] == plain["modes"]["hybrid"]["overall"]
+    # budgeted recall is the evidence in the context ask gives the answer model, question by question
+    full_scope = scope_for(arm_tag(tag, "full"), "tiny-1")
+    shown_recall = []
+    for q in convs[0].questions(categories=(1, 2, 3, 4)):
+        if q.evidence:
+            got = await svc.ask_context(q.question, full_scope)
+            kept = {h.note.source_id for h in got.hits}
+            shown_recall.append(len(set(q.evidence) & kept) / len(set(q.evidence)))
+    assert ab["arms"]["full"]["overall"][f"budget_recall@{k}"] == pytest.approx(float(np.mean(shown_recall)))
 
     written = write_outputs(result, tmp_path)
     md = written["markdown"].read_text()

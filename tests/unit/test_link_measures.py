@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphmem.evaluation.links import (
+    LENT_KEYWORDS_MAX,
     LinksConfig,
     _ConvGraph,
     adjacency,
@@ -25,6 +26,7 @@ from graphmem.evaluation.links import (
     evolution_versions,
     is_turn_link,
     joined,
+    lend_link_words,
     link_edges,
     nearest_neighbour_edges,
     paired_bootstrap,
@@ -290,3 +292,33 @@ def test_paired_bootstrap() -> None:
     d = paired_bootstrap([1.0] * 50 + [0.0] * 50, [0.0] * 100, 500, 0)
     assert d is not None and d["mean"] == 0.5 and d["ci95_low"] < 0.5 < d["ci95_high"]
     assert paired_bootstrap([], [], 10, 0) is None
+
+
+def test_word_evolution_lends_a_note_its_lenders_own_keywords_along_llm_links_only() -> None:
+    def rec(i: str, keywords: list[str], links: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"id": i, "keywords": keywords, "links": links}
+
+    llm = {"type": "RELATED_TO", "reason": "both about the kitten"}
+    turn = {"type": "FOLLOWS", "reason": FOLLOWS_REASON}
+    records = [
+        rec("a", ["kitten", "Pixel"], []),
+        rec("b", ["tulips"], [{**turn, "target_id": "a"}]),  # a turn link lends nothing
+        rec("c", ["pixel", "vase", "broke"], [{**llm, "target_id": "a"}, {**llm, "target_id": "missing"}]),
+        rec("d", ["cat"], [{**llm, "target_id": "c"}, {**llm, "target_id": "a"}]),
+    ]
+    out = lend_link_words(records)
+    by_id = {r["id"]: r["keywords"] for r in out}
+    # own words first; no repeat, whatever the case; c passes on its own words only, not d's
+    assert by_id == {
+        "a": ["kitten", "Pixel", "vase", "broke", "cat"],
+        "b": ["tulips"],
+        "c": ["pixel", "vase", "broke", "cat"],
+        "d": ["cat"],
+    }
+    # a hub note's keywords stop at the cap; its own are never cut
+    hub = [rec("h", [f"own{i}" for i in range(3)], [])]
+    hub += [rec(f"n{i}", [f"w{i}a", f"w{i}b"], [{**llm, "target_id": "h"}]) for i in range(40)]
+    kept = lend_link_words(hub)[0]["keywords"]
+    assert len(kept) == LENT_KEYWORDS_MAX and kept[:3] == ["own0", "own1", "own2"]
+    many = [rec("m", [f"own{i}" for i in range(30)], []), rec("x", ["new"], [{**llm, "target_id": "m"}])]
+    assert lend_link_words(many)[0]["keywords"] == [f"own{i}" for i in range(30)]

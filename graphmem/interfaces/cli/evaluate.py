@@ -769,7 +769,9 @@ def links_cmd(
     mode: Annotated[
         SearchMode | None, typer.Option("--mode", help="search mode of the ablation (default: setting)")
     ] = None,
-    k: Annotated[int | None, typer.Option("-k", help="search k of the ablation (default: setting)")] = None,
+    k: Annotated[
+        int | None, typer.Option("-k", help="search k of the ablation (default: GRAPHMEM_ANSWER_K, what ask searches)")
+    ] = None,
     token_budget: Annotated[int | None, typer.Option("--token-budget", help="context token budget")] = None,
     max_questions: MaxQOpt = None,
     drop_arms: Annotated[
