@@ -55,6 +55,7 @@ from graphmem.evaluation.locomo import CATEGORY_NAMES, Conversation
 from graphmem.evaluation.retrieval import RetrievalConfig, evaluate_conversation, merge, scope_for, summarise
 from graphmem.models import FOLLOWS_REASON, LinkType, Note, NoteVersion, Scope
 from graphmem.service import AsyncMemoryService, embed_text
+from graphmem.service.linking.plan import LENT_KEYWORDS_MAX
 from graphmem.store import BenchQueries
 
 Edge = tuple[str, str]
@@ -511,9 +512,6 @@ def arm_records(
             rec.pop("embedding", None)
         out.append(rec)
     return out
-
-
-LENT_KEYWORDS_MAX = 24  # a note's keywords with the lent ones (a hub note would match every query)
 
 
 def lend_link_words(records: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -168,6 +168,7 @@ def derive_tag(settings: Settings) -> str:
             settings.supersession_gate,
             # only where it changes what an ingest stores, so that earlier tags stay as they were
             *([settings.evolution_neighbours] if settings.evolution_enabled and settings.evolution_neighbours else []),
+            *(["evolution_words"] if settings.evolution_words else []),
         ]
     )
     digest = hashlib.sha256(key.encode()).hexdigest()[:6]

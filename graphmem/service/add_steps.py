@@ -39,7 +39,13 @@ from graphmem.ports import NoteStore
 from graphmem.service import construct
 from graphmem.service.grounding import said
 from graphmem.service.linking import LinkDecider, LLMSource
-from graphmem.service.linking.plan import evolved_notes, neighbour_changes, screen_evolutions, with_follows
+from graphmem.service.linking.plan import (
+    evolved_notes,
+    lend_words,
+    neighbour_changes,
+    screen_evolutions,
+    with_follows,
+)
 from graphmem.service.retrieve import COMMON_SHARE
 from graphmem.service.text import cosine, embed_text
 
@@ -226,7 +232,8 @@ class AddSteps:
         if not neighbours:  # A-MEM asks even with zero neighbours; nothing could come of it
             return EvolutionPlan()
         plan = await self.decider.decide(note, neighbours, usage)
-        return await screen_evolutions(plan, note, neighbours, lambda texts: self.embed(texts, usage))
+        plan = await screen_evolutions(plan, note, neighbours, lambda texts: self.embed(texts, usage))
+        return lend_words(plan, note, neighbours) if self.settings.evolution_words else plan
 
     async def embed_updates(self, plan: EvolutionPlan, usage: Usage | None = None) -> dict[str, list[float]]:
         """The vectors of a plan's evolved neighbours, by the text they embed: ``write_note(...,

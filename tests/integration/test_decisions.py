@@ -216,3 +216,46 @@ async def test_enrichment_words_that_echo_the_prompt_are_dropped_and_reported(
     assert any("'memory notes' only repeats the instructions" in r for r in added.rejected)
     stored = graph.q("MATCH (n:Note {id: $id}) RETURN n.keywords AS k, n.tags AS t", id=added.note.id)[0]
     assert stored == {"k": ["pottery class"], "t": ["hobbies"]}
+
+
+async def test_evolution_by_words_lends_an_add_keywords_to_the_neighbours_it_links_without_a_call(
+    make_service: Any, scope: Any
+) -> None:
+    for on in (True, False):
+        svc, model = await make_service(
+            pairwise_responder(lambda earlier, later: 0.9 if "Rufus" in earlier else 0.1),
+            link_decision="pairwise",
+            link_candidates=3,
+            link_word_candidates=0,
+            enable_evolution=False,
+            enable_supersession=False,
+            evolution_words=on,
+        )
+        stored = [(await svc.add(text, scope)).note for text in (*RUFUS, "Ann: My sister paints tulips.")]
+        # as they stand before the add (earlier adds may have lent them words already)
+        earlier = [n for n in [await svc.get(x.id, scope) for x in stored] if n is not None]
+        vectors = {r["id"]: r["embedding"] for r in await svc.export_notes(scope)}
+        before = len(model.calls)
+        added = await svc.add("Ann: Rufus hates thunderstorms and hides under the bed.", scope)
+        assert not [m for m in model.calls[before:] if step_of(m) == "evolve_one"]  # no call for it
+        linked = {x.target_id for x in added.links}
+        assert linked == {n.id for n in earlier if "Rufus" in n.content}, on
+        evolved = {e.note_id: e for e in added.evolved}
+        assert set(evolved) == (linked if on else set())
+        new_words = {w.lower() for w in added.note.keywords}
+        for n in earlier:
+            now = await svc.get(n.id, scope)
+            assert now is not None and now.context == n.context and now.tags == n.tags
+            if n.id in evolved:  # its own keywords first, then the add's it lacked; a new version
+                assert now.keywords[: len(n.keywords)] == n.keywords and now.version == n.version + 1
+                lent = now.keywords[len(n.keywords) :]
+                assert lent and {w.lower() for w in lent} <= new_words
+                assert evolved[n.id].after["keywords"] == now.keywords
+                assert (await svc.history(n.id, scope))[-1].keywords == n.keywords
+            else:
+                assert now.keywords == n.keywords and now.version == n.version
+        # the search vectors stay where the notes were stored
+        after = {r["id"]: r["embedding"] for r in await svc.export_notes(scope)}
+        assert all(after[i] == vectors[i] for i in vectors)
+        for note in (*earlier, added.note):
+            assert await svc.delete(note.id, scope)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from graphmem.models import FOLLOWS_REASON, EvolutionPlan, Link, LinkType, Note, Scope
+from graphmem.models import FOLLOWS_REASON, EvolutionPlan, Link, LinkType, NeighbourEvolution, Note, Scope
 from graphmem.service.linking import (
     EvolutionDecision,
     ProposedLink,
@@ -13,6 +13,7 @@ from graphmem.service.linking import (
     plan_evolution,
     with_follows,
 )
+from graphmem.service.linking.plan import LENT_KEYWORDS_MAX, lend_words
 
 SCOPE = Scope(user_id="u")
 NEW = Note(id="new-1", content="Ana sold her first mugs at the market.", scope=SCOPE, context="Ana's first sale.")
@@ -166,3 +167,44 @@ def test_changes_report_only_the_evolutions_written() -> None:
     assert change.note_id == "n-12"
     assert change.before == {"context": "Family business.", "tags": [], "keywords": [], "version": 3}
     assert change.after == {"context": "Family business.", "tags": ["family"], "keywords": [], "version": 4}
+
+
+def test_evolution_by_words_lends_the_new_keywords_to_linked_neighbours_only() -> None:
+    new = NEW.model_copy(update={"keywords": ["mugs", "Market", "first", "hobby"]})
+    n1 = N1.model_copy(update={"keywords": ["pottery", "market"]})
+    n12 = N12.model_copy(update={"keywords": [f"own{i}" for i in range(22)]})
+    plan = EvolutionPlan(
+        links=[
+            Link(source_id=new.id, target_id="n-1", type=LinkType.SUPPORTS, reason="Ana's pottery"),
+            Link(source_id=new.id, target_id="n-12", type=LinkType.RELATED_TO, reason="Ana's family sells too"),
+            Link(source_id=new.id, target_id="n-99", type=LinkType.RELATED_TO, reason="not shown"),
+        ]
+    )
+    lent = lend_words(plan, new, [n1, n12])
+    assert lent.links == plan.links
+    by_id = {u.before.id: u for u in lent.updates}
+    assert set(by_id) == {"n-1", "n-12"}
+    # no repeat whatever the case; context and tags stay; a neighbour near the cap takes what fits
+    assert by_id["n-1"].keywords == ["pottery", "market", "mugs", "first", "hobby"]
+    assert (by_id["n-1"].context, by_id["n-1"].tags) == (n1.context, n1.tags)
+    assert (
+        by_id["n-12"].keywords == [*n12.keywords, "mugs", "Market"] and len(by_id["n-12"].keywords) == LENT_KEYWORDS_MAX
+    )
+    # a neighbour the LLM evolved keeps its evolution, and gets the words on top
+    evolved = NeighbourEvolution(
+        before=n1,
+        context="Ana's hobby turned business.",
+        tags=["hobby", "sales"],
+        keywords=["pottery", "market", "stall"],
+    )
+    both = lend_words(EvolutionPlan(links=plan.links[:1], updates=[evolved]), new, [n1])
+    (u,) = both.updates
+    assert (u.context, u.tags, u.keywords) == (
+        evolved.context,
+        evolved.tags,
+        ["pottery", "market", "stall", "mugs", "first", "hobby"],
+    )
+    # only links lend: the previous turn's FOLLOWS link and a plan without links change nothing
+    turn = Link(source_id=new.id, target_id="n-1", type=LinkType.FOLLOWS, reason=FOLLOWS_REASON)
+    assert lend_words(EvolutionPlan(links=[turn]), new, [n1]).updates == []
+    assert lend_words(EvolutionPlan(), new, [n1]).updates == []
