@@ -57,6 +57,19 @@ class NeighbourChange(BaseModel):
     before: dict[str, Any]
     after: dict[str, Any]
 
+    def summary(self) -> str:
+        """What the evolution changed, for people: the context before and after, the tags and
+        keywords it added (an evolution by words changes the keywords only)."""
+        parts = []
+        if self.after.get("context") != self.before.get("context"):
+            parts.append(f"context {self.before.get('context')!r} -> {self.after.get('context')!r}")
+        for key in ("tags", "keywords"):
+            had = {str(w).lower() for w in self.before.get(key) or []}
+            added = [str(w) for w in self.after.get(key) or [] if str(w).lower() not in had]
+            if added:
+                parts.append(f"{key} + {', '.join(added)}")
+        return "; ".join(parts) or "no change"
+
 
 class AddResult(BaseModel):
     note: Note

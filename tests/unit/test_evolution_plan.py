@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from graphmem.models import FOLLOWS_REASON, EvolutionPlan, Link, LinkType, NeighbourEvolution, Note, Scope
+from graphmem.models import (
+    FOLLOWS_REASON,
+    EvolutionPlan,
+    Link,
+    LinkType,
+    NeighbourChange,
+    NeighbourEvolution,
+    Note,
+    Scope,
+)
 from graphmem.service.linking import (
     EvolutionDecision,
     ProposedLink,
@@ -208,3 +217,16 @@ def test_evolution_by_words_lends_the_new_keywords_to_linked_neighbours_only() -
     turn = Link(source_id=new.id, target_id="n-1", type=LinkType.FOLLOWS, reason=FOLLOWS_REASON)
     assert lend_words(EvolutionPlan(links=[turn]), new, [n1]).updates == []
     assert lend_words(EvolutionPlan(), new, [n1]).updates == []
+
+
+def test_an_evolution_says_what_it_changed() -> None:
+    before = {"context": "Ana's hobby.", "tags": ["hobby"], "keywords": ["pottery"], "version": 1}
+    words = NeighbourChange(
+        note_id="n-1", before=before, after={**before, "keywords": ["pottery", "Mugs"], "version": 2}
+    )
+    assert words.summary() == "keywords + Mugs"
+    rewritten = NeighbourChange(
+        note_id="n-1", before=before, after={**before, "context": "Ana's business.", "tags": ["hobby", "Sales"]}
+    )
+    assert rewritten.summary() == 'context "Ana\'s hobby." -> "Ana\'s business."; tags + Sales'
+    assert NeighbourChange(note_id="n-1", before=before, after=before).summary() == "no change"

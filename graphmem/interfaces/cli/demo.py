@@ -254,8 +254,7 @@ async def _run(settings: Any, browser_url: str, chat_model: Any, waiting: Waitin
                     {"note": notes.get(change.note_id, change.note_id), **change.model_dump(mode="json")}
                 )
                 console.print(f"    [magenta]evolved[/] {notes.get(change.note_id, change.note_id)[:70]}")
-                console.print(f"      before: {change.before.get('context')!r} {change.before.get('tags')}")
-                console.print(f"      after:  {change.after.get('context')!r} {change.after.get('tags')}")
+                console.print(f"      {change.summary()}")
             for why in result.rejected:
                 console.print(f"    [yellow]rejected proposal:[/] {why}")
             console.print(

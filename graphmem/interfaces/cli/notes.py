@@ -85,9 +85,7 @@ def _print_add(result: AddResult) -> None:
     for link in result.links:
         console.print(f"  [cyan]-[{link.type.value}]->[/] {link.target_id}  [dim]{link.reason}[/]")
     for change in result.evolved:
-        console.print(
-            f"  [magenta]evolved[/] {change.note_id}: {change.before.get('context')!r} -> {change.after.get('context')!r}"
-        )
+        console.print(f"  [magenta]evolved[/] {change.note_id}: {change.summary()}")
     for s in result.superseded:
         console.print(f"  [blue]supersedes[/] {s.older_id}  [dim]{s.reason} (p {s.p_yes})[/]")
     for c in result.conflicts:
