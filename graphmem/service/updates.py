@@ -119,7 +119,10 @@ _FACT_KINDS = {
         "home": r"(?:live[sd]?|living) (?:in|with|at|on|near|alone|together|abroad|there|here)|flat(?:mate)?s?|"
         r"apartment|house|home|city|moved?|moving",
         # "work" as a job, not "make it work" or "Friday works" (LoCoMo's chat is full of those)
-        "work": r"work(?:s|ing|ed)? (?:as|at|for)|(?:at|to|from|after|for) work|jobs?|employer|company|office|"
+        # and a job, not praise ("Nice job, Maria!" superseded by "I lost my job" on conv-41)
+        "work": r"work(?:s|ing|ed)? (?:as|at|for)|(?:at|to|from|after|for) work|"
+        r"(?<!nice )(?<!good )(?<!great )(?<!amazing )(?<!awesome )(?<!excellent )(?<!fantastic )jobs?|"
+        r"employer|company|office|"
         r"colleagues?|career|hired|promoted|"
         r"developer|engineer|designer|nurse|doctor|teacher|lawyer|accountant",
         "manager": r"manager|boss",

@@ -244,6 +244,9 @@ def test_notes_naming_only_different_kinds_of_fact_are_not_judged_against_each_o
     # a job lost is work, "make it work" is not; living in a city is home, "living my dream" is not
     assert fact_kinds("Jon: I'm determined to make this studio work, living my dream!") == set()
     assert fact_kinds("Jon: I lost my job and live with my parents now.") == {"work", "home"}
+    # praise is not a job (conv-41: "Nice job, Maria! ..." was superseded by "I lost my job")
+    assert fact_kinds("John: Nice job, Maria! You really made an impact.") == set()
+    assert fact_kinds("John: Great job on the fundraiser! I start a new job in May.") == {"work"}
     bike = note("Maya: I cycle along the river to the hospital every morning.")
     assert may_state_the_same_fact(note("Maya: No, I sold my bike and take the U-Bahn now."), bike)
 
