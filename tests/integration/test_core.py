@@ -45,7 +45,7 @@ async def test_add_writes_enriched_note_with_embedding(make_service: Any, scope:
 async def test_with_evolution_reembed_the_neighbour_is_embedded_from_its_evolved_text(
     make_service: Any, scope: Scope, graph: Any
 ) -> None:
-    svc, _ = await make_service(amem_responder(), evolution_reembed=True)
+    svc, _ = await make_service(amem_responder(), evolution_reembed=True, evolution_words=False)
     first = await svc.add("Melanie runs a pottery studio in Portland.", scope)
     old_embedding = graph.q("MATCH (n:Note {id: $id}) RETURN n.embedding AS e", id=first.note.id)[0]["e"]
     await svc.add("Melanie's pottery studio sells bowls at the Portland market.", scope)
@@ -96,7 +96,7 @@ async def test_links_and_evolution_land_in_one_add(make_service: Any, scope: Sco
 
 
 async def test_hallucinated_id_and_unknown_type_are_rejected(make_service: Any, scope: Scope, graph: Any) -> None:
-    svc, _ = await make_service(amem_responder(bad_id=True, bad_type=True, evolve=False))
+    svc, _ = await make_service(amem_responder(bad_id=True, bad_type=True, evolve=False), evolution_words=False)
     a = await svc.add("Jon lost his job as a banker.", scope)
     b = await svc.add("Jon opened a dance studio after losing his banking job.", scope)
     assert len(b.links) == 1

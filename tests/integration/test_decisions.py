@@ -78,6 +78,7 @@ async def test_an_evolution_that_drifts_to_another_note_is_refused(make_service:
         link_decision="pairwise",
         link_candidates=2,
         evolution_neighbours=0,  # both linked neighbours get a new context proposed
+        evolution_words=False,  # the model's evolutions only
     )
     dog = await svc.add("Ann: I adopted a beagle called Rufus.", scope)
     cello = await svc.add("Bo: I am learning to play the cello.", scope)
@@ -114,6 +115,7 @@ async def test_an_add_evolves_only_the_neighbour_of_its_strongest_link(make_serv
             link_word_candidates=0,
             enable_evolution=True,
             enable_supersession=False,
+            evolution_words=False,
             evolution_neighbours=at_most,
         )
         earlier = [(await svc.add(text, scope)).note for text in RUFUS]

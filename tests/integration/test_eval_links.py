@@ -105,7 +105,7 @@ def _all_scopes(tag: str) -> list[Scope]:
 async def ingested(make_service: Any, tmp_path: Path) -> AsyncIterator[tuple[AsyncMemoryService, str]]:
     """The tiny fixture ingested by `eval locomo --ingest-only` with the scripted model; every scope
     of the tag (source and arms) is deleted afterwards."""
-    svc, _ = await make_service(scripted_responder(), neighbour_k=20)
+    svc, _ = await make_service(scripted_responder(), neighbour_k=20, evolution_words=False)
     tag = _tag()
     result = await run_qa_eval(svc, load_locomo(FIXTURE), QAConfig(tag=tag, ingest_only=True), tmp_path / "qa")
     one = result["ingest"]["tiny-1"]

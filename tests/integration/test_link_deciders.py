@@ -44,7 +44,7 @@ def test_the_nearest_decider_is_a_link_decider() -> None:
 
 async def test_add_uses_the_given_decider(make_service: Any, scope: Any) -> None:
     # supersession (issue 28) asks the chat model its own question: off, to see the link decision alone
-    svc, model = await make_service(link_decider=NearestDecider(k=1), enable_supersession=False)
+    svc, model = await make_service(link_decider=NearestDecider(k=1), enable_supersession=False, evolution_words=False)
     dog = await svc.add("Ann: I adopted a beagle called Rufus.", scope)
     await svc.add("Bo: I am learning to play the cello.", scope)
     added = await svc.add("Ann: Rufus the beagle hates thunderstorms.", scope)

@@ -71,7 +71,12 @@ def commutes(a: str, b: str) -> float:
 
 async def _service(make_service: Any, responder: Any, **overrides: Any) -> tuple[Any, Any]:
     return await make_service(  # type: ignore[no-any-return]
-        responder, link_decision="pairwise", enable_evolution=False, link_candidates=3, **overrides
+        responder,
+        link_decision="pairwise",
+        enable_evolution=False,
+        evolution_words=False,
+        link_candidates=3,
+        **overrides,
     )
 
 

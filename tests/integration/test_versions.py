@@ -149,7 +149,7 @@ async def test_concurrent_rollbacks_lose_no_version(make_service: Any, scope: Sc
 
 
 async def test_history_diff_steps_causes_and_pages(make_service: Any, scope: Scope) -> None:
-    svc, _ = await make_service(amem_responder(link_type="SUPPORTS"))
+    svc, _ = await make_service(amem_responder(link_type="SUPPORTS"), evolution_words=False)
     p = scope.user_id
     a = await svc.add("Melanie runs a pottery studio in Portland.", scope, note_id=f"{p}-a")
     b = await svc.add("Melanie's pottery studio sells bowls at the Portland market.", scope, note_id=f"{p}-b")

@@ -112,7 +112,7 @@ async def test_rest_history_diff_rollback_and_undo(api: Any, scope: Scope) -> No
 
 @on_session_loop
 async def test_mcp_history_rollback_undo(scope: Scope, make_service: Any, settings: Settings) -> None:
-    svc, _ = await make_service()
+    svc, _ = await make_service(evolution_words=False)
     p = scope.user_id
     a = await svc.add(POTTERY, scope, note_id=f"{p}-a")
     b = await svc.add(MARKET, scope, note_id=f"{p}-b")
