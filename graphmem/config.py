@@ -143,10 +143,11 @@ class Settings(BaseSettings):
         False, description="re-embed a neighbour from its evolved context (off: its search vector stays)"
     )
     # Evolution without a call (issue 27): the neighbours an add links to get its keywords, which reach
-    # the full-text index; context, tags and search vector stay. Pooled over conv-30 and conv-41
-    # (233 questions), budgeted recall +0.012 [+0.001, +0.026] (docs/evaluation.md, "Evolution by words").
+    # the full-text index; context, tags and search vector stay. On conv-30 and conv-41 whole: budgeted
+    # recall +0.012 [+0.001, +0.026] (233 questions), multi-hop and temporal F1 +0.3 [-1.2, +2.1] (95),
+    # no call, no token (docs/evaluation.md, "The write path's steps, measured on the context ask gives").
     evolution_words: bool = Field(
-        False, description="an add's keywords grow the keywords of the neighbours it links to (no LLM call)"
+        True, description="an add's keywords grow the keywords of the neighbours it links to (no LLM call)"
     )
     # Memory that changes over time (issue 28): a later note with a newer value of what an earlier note
     # of the scope states supersedes it (SUPERSEDES + valid_to; nothing rewritten); one yes/no per pair.
