@@ -54,8 +54,7 @@ from graphmem.evaluation import Progress
 from graphmem.evaluation.locomo import CATEGORY_NAMES, Conversation
 from graphmem.evaluation.retrieval import RetrievalConfig, evaluate_conversation, merge, scope_for, summarise
 from graphmem.models import FOLLOWS_REASON, LinkType, Note, NoteVersion, Scope
-from graphmem.service import AsyncMemoryService, embed_text
-from graphmem.service.linking.plan import LENT_KEYWORDS_MAX
+from graphmem.service import LENT_KEYWORDS_MAX, AsyncMemoryService, embed_text
 from graphmem.store import BenchQueries
 
 Edge = tuple[str, str]

@@ -6,6 +6,7 @@ from graphmem.models import NoteInput, SearchFilters, SearchMode
 from graphmem.service.answer_context import Context, build_context
 from graphmem.service.chat_model import OnFirstUse
 from graphmem.service.grounding import sentence_refusal, sentences, speaker_of
+from graphmem.service.linking.plan import LENT_KEYWORDS_MAX
 from graphmem.service.memory import AsyncMemoryService, Progress
 from graphmem.service.sync import MemoryService
 from graphmem.service.text import cosine, embed_text
@@ -13,6 +14,7 @@ from graphmem.service.updates import judge_knock_on, judge_supersession, refused
 from graphmem.service.wording import content_words, copies, stem, supported_share, tokens
 
 __all__ = [
+    "LENT_KEYWORDS_MAX",
     "AsyncMemoryService",
     "Context",
     "MemoryService",
