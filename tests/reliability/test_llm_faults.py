@@ -310,7 +310,10 @@ async def test_injected_or_invented_proposals_never_cross_a_scope(
     assert [(x.target_id, x.type.value) for x in result.links] == [
         (real_shown(_evolve_calls(model)[-1])[0], "SAME_TOPIC")
     ]
-    assert result.evolved == []
+    # the one legitimate link lends the note's keywords to its own neighbour (evolution by words); no
+    # context is rewritten, and nothing outside the links evolves
+    assert {e.note_id for e in result.evolved} <= {x.target_id for x in result.links}
+    assert all(e.after["context"] == e.before["context"] for e in result.evolved)
     assert any("unknown id" in r for r in result.rejected) and any("LOVES" in r or "type" in r for r in result.rejected)
 
     # the victim's notes are untouched: no links, no versions, no changes
