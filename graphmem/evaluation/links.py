@@ -54,7 +54,7 @@ from graphmem.evaluation import Progress
 from graphmem.evaluation.locomo import CATEGORY_NAMES, Conversation
 from graphmem.evaluation.retrieval import RetrievalConfig, evaluate_conversation, merge, scope_for, summarise
 from graphmem.models import FOLLOWS_REASON, LinkType, Note, NoteVersion, Scope
-from graphmem.service import LENT_KEYWORDS_MAX, AsyncMemoryService, embed_text
+from graphmem.service import AsyncMemoryService, embed_text, lent_keywords
 from graphmem.store import BenchQueries
 
 Edge = tuple[str, str]
@@ -514,9 +514,8 @@ def arm_records(
 
 
 def lend_link_words(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each note's keywords added to the keywords of the earlier notes its LLM links point to (in
-    link order, without repeats, case-insensitive): what an evolution's new keywords do for search,
-    without a call."""
+    """Each note's keywords lent to the earlier notes its LLM links point to, by the service's rule
+    (``lent_keywords``), in record order as the adds lent them: evolution by words, after the fact."""
     by_id = {r["id"]: r for r in records}
     own = {r["id"]: list(r.get("keywords") or []) for r in records}  # lent words are not passed on
     for r in records:
@@ -524,9 +523,8 @@ def lend_link_words(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             target = by_id.get(link["target_id"])
             if target is None or is_turn_link(link):
                 continue
-            have = {w.lower() for w in target.get("keywords") or []}
-            lent = [w for w in own[r["id"]] if w.lower() not in have]
-            target["keywords"] = [*(target.get("keywords") or []), *lent][: max(LENT_KEYWORDS_MAX, len(have))]
+            current = target.get("keywords") or []
+            target["keywords"] = [*current, *lent_keywords(current, own[r["id"]])]
     return records
 
 

@@ -6,7 +6,7 @@ from graphmem.models import NoteInput, SearchFilters, SearchMode
 from graphmem.service.answer_context import Context, build_context
 from graphmem.service.chat_model import OnFirstUse
 from graphmem.service.grounding import sentence_refusal, sentences, speaker_of
-from graphmem.service.linking.plan import LENT_KEYWORDS_MAX
+from graphmem.service.linking.plan import LENT_KEYWORDS_MAX, lent_keywords
 from graphmem.service.memory import AsyncMemoryService, Progress
 from graphmem.service.sync import MemoryService
 from graphmem.service.text import cosine, embed_text
@@ -30,6 +30,7 @@ __all__ = [
     "embed_text",
     "judge_knock_on",
     "judge_supersession",
+    "lent_keywords",
     "refused_as_both_hold",
     "same_person",
     "sentence_refusal",

@@ -14,7 +14,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphmem.evaluation.links import (
-    LENT_KEYWORDS_MAX,
     LinksConfig,
     _ConvGraph,
     adjacency,
@@ -35,6 +34,7 @@ from graphmem.evaluation.links import (
 )
 from graphmem.evaluation.locomo import load_locomo
 from graphmem.models import FOLLOWS_REASON, NoteVersion
+from graphmem.service import LENT_KEYWORDS_MAX
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "locomo_tiny.json"
 

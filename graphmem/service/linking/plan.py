@@ -11,6 +11,7 @@ write: the link to the previous turn, the evolved neighbours, what an add report
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
 
 from graphmem.models import (
     FOLLOWS_REASON,
@@ -167,12 +168,24 @@ def with_follows(plan: EvolutionPlan, source_id: str, follows: str | None) -> Ev
 LENT_KEYWORDS_MAX = 24
 
 
+def lent_keywords(current: Sequence[str], lender: Sequence[str]) -> list[str]:
+    """The lender's keywords a note with keywords ``current`` lacks (case-insensitive, each once, in
+    the lender's order), as many as fit under ``LENT_KEYWORDS_MAX``."""
+    have = {w.lower() for w in current}
+    out: list[str] = []
+    for w in lender:
+        if w.lower() not in have:
+            have.add(w.lower())
+            out.append(w)
+    return out[: max(LENT_KEYWORDS_MAX - len(current), 0)]
+
+
 def lend_words(plan: EvolutionPlan, note: Note, neighbours: Sequence[Note]) -> EvolutionPlan:
     """Evolution without a call: each neighbour the plan links to gets the new note's keywords it
-    lacks (case-insensitive, up to ``LENT_KEYWORDS_MAX``), on top of what the LLM evolved it to. Only
-    keywords change: the words reach the full-text index; the neighbour's context, tags and search
-    vector stay (pooled over conv-30 and conv-41, budgeted recall +0.012 [+0.001, +0.026] with these
-    words, docs/evaluation.md). The LLM chose the link; the words are the new note's own keywords."""
+    lacks (``lent_keywords``), on top of what the LLM evolved it to. Only keywords change: the words
+    reach the full-text index; the neighbour's context, tags and search vector stay (pooled over
+    conv-30 and conv-41, budgeted recall +0.012 [+0.001, +0.026] with these words,
+    docs/evaluation.md). The LLM chose the link; the words are the new note's own keywords."""
     shown = {n.id: n for n in neighbours}
     planned = {u.before.id: u for u in plan.updates}
     updates = list(plan.updates)
@@ -182,20 +195,16 @@ def lend_words(plan: EvolutionPlan, note: Note, neighbours: Sequence[Note]) -> E
         neighbour = shown.get(target)
         if neighbour is None:
             continue
-        current = planned[target].keywords if target in planned else neighbour.keywords
-        have = {w.lower() for w in current}
-        room = LENT_KEYWORDS_MAX - len(current)
-        lent = list(dict.fromkeys(w for w in note.keywords if w.lower() not in have))[: max(room, 0)]
+        base = planned.get(target) or NeighbourEvolution(
+            before=neighbour, context=neighbour.context, tags=neighbour.tags, keywords=neighbour.keywords
+        )
+        lent = lent_keywords(base.keywords, note.keywords)
         if not lent:
             continue
+        evolved = replace(base, keywords=[*base.keywords, *lent])
         if target in planned:
-            u = planned[target]
-            evolved = NeighbourEvolution(before=u.before, context=u.context, tags=u.tags, keywords=[*u.keywords, *lent])
-            updates[updates.index(u)] = evolved
+            updates[updates.index(planned[target])] = evolved
         else:
-            evolved = NeighbourEvolution(
-                before=neighbour, context=neighbour.context, tags=neighbour.tags, keywords=[*neighbour.keywords, *lent]
-            )
             updates.append(evolved)
         planned[target] = evolved
     return EvolutionPlan(links=plan.links, updates=updates, rejected=plan.rejected, candidates=plan.candidates)
