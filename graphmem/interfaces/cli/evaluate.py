@@ -334,17 +334,28 @@ SeedOpt = Annotated[
 ]
 
 
-def _qa_config(baseline: str, budgets: str | None, baseline_only: bool, **fields: Any) -> Any:
-    """The QA run's configuration: the systems from --baseline, --budgets and --baseline-only, the rest
-    as given (one place for `eval locomo`, `longmemeval` and `beam`)."""
+# The options `eval locomo`, `longmemeval` and `beam` share, passed to QAConfig as they are
+_SHARED_QA_OPTIONS = (
+    "tag", "mode", "k", "token_budget", "judge", "seed", "ingest_only", "score_only", "concurrency", "sample",
+    "answers", "raw_tag", "rag_k",
+)  # fmt: skip
+
+
+def _qa_config(options: dict[str, Any], **fields: Any) -> Any:
+    """The QA run's configuration: the systems from a command's --baseline, --budgets and
+    --baseline-only, its shared options (``options``: the command's parameters) and the dataset's
+    own ``fields`` (one place for `eval locomo`, `longmemeval` and `beam`)."""
     from graphmem.errors import InvalidInputError
     from graphmem.evaluation.qa import QAConfig, parse_baselines, parse_budgets, systems_for
 
+    fields |= {name: options[name] for name in _SHARED_QA_OPTIONS}
     if fields.get("ingest_only") and fields.get("score_only"):
         raise InvalidInputError("--ingest-only stores and answers nothing, --score-only stores nothing: choose one")
     if fields.get("judge") and fields.get("score_only"):  # the judge calls the model and rewrites the answers file
         raise InvalidInputError("--judge asks the model, --score-only asks nothing: judge in a run of its own")
-    systems = systems_for(parse_baselines(baseline), parse_budgets(budgets), baseline_only=baseline_only)
+    systems = systems_for(
+        parse_baselines(options["baseline"]), parse_budgets(options["budgets"]), baseline_only=options["baseline_only"]
+    )
     return QAConfig(systems=systems, **fields)
 
 
@@ -403,26 +414,11 @@ def locomo_cmd(
     if cat5_prompt not in ("options", "open"):
         raise InvalidInputError("--cat5-prompt must be options or open")
     cfg = _qa_config(
-        baseline,
-        budgets,
-        baseline_only,
-        tag=tag,
+        locals(),
         sessions=parse_sessions(sessions),
         categories=tuple(int(c) for c in categories.split(",") if c.strip()),
         max_questions=max_questions,
-        mode=mode,
-        k=k,
-        token_budget=token_budget,
         cat5_prompt=cat5_prompt,
-        judge=judge,
-        seed=seed,
-        ingest_only=ingest_only,
-        score_only=score_only,
-        concurrency=concurrency,
-        sample=sample,
-        rag_k=rag_k,
-        raw_tag=raw_tag,
-        answers=answers,
     )
     settings = _settings(llm_temperature=temperature)
     convs = _conversations(data, conversations)
@@ -469,25 +465,7 @@ def longmemeval_cmd(
 
     ids = [x.strip() for x in questions.split(",") if x.strip()] if questions else None
     convs = select(load_longmemeval(data), ids)
-    cfg = _qa_config(
-        baseline,
-        budgets,
-        baseline_only,
-        **_dataset_fields("lme", CATEGORY_NAMES),
-        tag=tag,
-        mode=mode,
-        k=k,
-        token_budget=token_budget,
-        judge=judge,
-        seed=seed,
-        ingest_only=ingest_only,
-        score_only=score_only,
-        concurrency=concurrency,
-        sample=sample,
-        answers=answers,
-        raw_tag=raw_tag,
-        rag_k=rag_k,
-    )
+    cfg = _qa_config(locals(), **_dataset_fields("lme", CATEGORY_NAMES))
     _run_qa(cfg, convs, _settings(), out, fc_port=fc_port, fc_ctx=fc_ctx, fc_shared=fc_shared, as_json=as_json)
 
 
@@ -530,25 +508,7 @@ def beam_cmd(
     from graphmem.evaluation.beam import CATEGORY_NAMES, load_beam
 
     convs = load_beam(data, roles=tuple(r.strip() for r in roles.split(",") if r.strip()))
-    cfg = _qa_config(
-        baseline,
-        budgets,
-        baseline_only,
-        **_dataset_fields("beam", CATEGORY_NAMES),
-        tag=tag,
-        mode=mode,
-        k=k,
-        token_budget=token_budget,
-        judge=judge,
-        seed=seed,
-        ingest_only=ingest_only,
-        score_only=score_only,
-        concurrency=concurrency,
-        sample=sample,
-        answers=answers,
-        raw_tag=raw_tag,
-        rag_k=rag_k,
-    )
+    cfg = _qa_config(locals(), **_dataset_fields("beam", CATEGORY_NAMES))
     _run_qa(cfg, convs, _settings(), out, fc_port=fc_port, fc_ctx=fc_ctx, fc_shared=fc_shared, as_json=as_json)
 
 
