@@ -15,7 +15,7 @@ from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_vali
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from graphmem.errors import ConfigError
-from graphmem.models import LIMITS, SearchMode
+from graphmem.models import LIMITS, TEXT_FIELDS, SearchMode, TextField
 from graphmem.redaction import register_secret
 
 LocalModel = Literal["qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b"]
@@ -203,6 +203,14 @@ class Settings(BaseSettings):
         le=1.0,
         description="hybrid: query words in more than this share of the scope's notes skip full-text (1 = none)",
     )
+    # content + tags since 7 December: the LLM's contexts and keywords in the full-text leg cost
+    # budgeted recall (conv-30 and conv-41 +0.026 [-0.002, +0.052] without them, held out on conv-42
+    # +0.046 [+0.015, +0.082]; docs/evaluation.md, "What search reads"). Link candidates read every field.
+    search_text_fields: str = Field(
+        "content,tags",
+        description="hybrid search: the note fields its full-text leg reads, comma-separated "
+        "(content, context, keywords, tags)",
+    )
     over_fetch_ratio: int = Field(4, ge=1, le=100)
     in_index_over_fetch: int = Field(3, ge=1, le=100)
     exact_scan_max_notes: int = Field(2000, ge=0, le=1_000_000)
@@ -265,6 +273,20 @@ class Settings(BaseSettings):
                 "(the URI is not repeated here because it holds a secret)"
             )
         return value
+
+    @field_validator("search_text_fields")
+    @classmethod
+    def _check_text_fields(cls, value: str) -> str:
+        fields = [f.strip() for f in value.split(",") if f.strip()]
+        unknown = [f for f in fields if f not in TEXT_FIELDS]
+        if not fields or unknown:
+            raise ValueError(f"must name one or more of {', '.join(TEXT_FIELDS)}, comma-separated")
+        return ",".join(f for f in TEXT_FIELDS if f in fields)
+
+    @property
+    def search_fields(self) -> tuple[TextField, ...]:
+        """``search_text_fields`` as field names, in the index's order."""
+        return tuple(f for f in TEXT_FIELDS if f in self.search_text_fields.split(","))
 
     @field_validator("neo4j_database")
     @classmethod

@@ -15,6 +15,7 @@ from typing import Protocol
 
 from graphmem.models import (
     FOLLOWS_REASON,
+    TEXT_FIELDS,
     AddEffects,
     AddOutcome,
     AddWrite,
@@ -32,6 +33,7 @@ from graphmem.models import (
     SearchFilters,
     SessionInfo,
     StoredMessage,
+    TextField,
     TextMatch,
     UndoOutcome,
     UndoWrite,
@@ -186,10 +188,11 @@ class NoteStore(Protocol):
         over_fetch: int = 4,
         embedding: Sequence[float] | None = None,
         common_share: float | None = None,
+        fields: Sequence[TextField] = TEXT_FIELDS,
     ) -> list[TextMatch]:
-        """Top-k by BM25 over the query's content words (stop words dropped, and with
-        ``common_share`` the words in more than that share of the scope's notes); with
-        ``embedding``, each match also carries its cosine to it."""
+        """Top-k by BM25 over the query's content words in the note's ``fields`` (stop words dropped,
+        and with ``common_share`` the words in more than that share of the scope's notes, counted in
+        those fields); with ``embedding``, each match also carries its cosine to it."""
         ...
 
     async def expand_links(

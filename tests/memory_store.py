@@ -24,6 +24,7 @@ from langchain_core.embeddings import Embeddings
 from graphmem.errors import StaleWriteError
 from graphmem.models import (
     FOLLOWS_REASON,
+    TEXT_FIELDS,
     AddEffects,
     AddOutcome,
     AddWrite,
@@ -38,6 +39,7 @@ from graphmem.models import (
     Restore,
     Scope,
     SearchFilters,
+    TextField,
     TextMatch,
     UndoOutcome,
     UndoWrite,
@@ -313,9 +315,13 @@ class MemoryNoteStore:
         over_fetch: int = 4,
         embedding: Sequence[float] | None = None,
         common_share: float | None = None,
+        fields: Sequence[TextField] = TEXT_FIELDS,
     ) -> list[TextMatch]:
-        """Notes that share the query's content words, most shared first (a stand-in for BM25); with
-        ``common_share``, words in more than that share of the scope's notes are left out."""
+        """Notes that share the query's content words, most shared first (a stand-in for BM25 that
+        reads the content only); with ``common_share``, words in more than that share of the scope's
+        notes are left out."""
+        if "content" not in fields:
+            return []
         mine = [n for (sc, _), n in self.notes.items() if sc == scope]
         words = content_words(text)
         if common_share is not None and mine:

@@ -49,7 +49,7 @@ from graphmem.evaluation.full_context import FullContext, fit_conversation
 from graphmem.evaluation.links import ARMS as LINKS_ARMS
 from graphmem.evaluation.links import arm_tag
 from graphmem.evaluation.locomo import CATEGORY_NAMES, QA, Conversation, turn_inputs
-from graphmem.models import LIMITS, IngestItem, IngestReport, IngestStatus, Note, Scope, Usage
+from graphmem.models import LIMITS, TEXT_FIELDS, IngestItem, IngestReport, IngestStatus, Note, Scope, Usage
 from graphmem.service import AsyncMemoryService, Context, build_context
 
 Cat5Prompt = Literal["options", "open"]
@@ -312,6 +312,8 @@ def _memory_key(settings: Settings, tag: str, mode: Any, k: int, budget: int, cf
             # Appended only when off, so that answers written before the setting existed keep their keys.
             *([] if settings.answer_shows_context else ["answer-content-only"]),
             *([] if settings.answer_links_per_hit is None else [f"answer-links-{settings.answer_links_per_hit}"]),
+            # Appended unless search reads every field (the default until 7 December), likewise.
+            *([] if settings.search_fields == TEXT_FIELDS else [f"search-text-{settings.search_text_fields}"]),
             answer_rules_digest(),
         ]
     )

@@ -3,7 +3,7 @@
 
 - ``validation.py``  ids, bounds (``LIMITS``: every bound on a number or size a client sends),
                      content and label checks, time
-- ``notes.py``       the core domain: LinkType (+ meaning), SearchMode, Scope, Note, Link, NoteVersion
+- ``notes.py``       the core domain: LinkType (+ meaning), SearchMode, TextField, Scope, Note, Link, NoteVersion
 - ``results.py``     what the service answers: SearchHit, Usage, AddResult, AskResult
 - ``ingest.py``      requests (NoteInput, SearchFilters) and the agentic ingest's report
 - ``writes.py``      the steps of an add and what the service hands the note store
@@ -38,6 +38,7 @@ from graphmem.models.notes import (
 from graphmem.models.notes import (
     FOLLOWS_REASON,
     MANUAL_CAUSE,
+    TEXT_FIELDS,
     EnrichmentStatus,
     HitSource,
     Link,
@@ -46,6 +47,7 @@ from graphmem.models.notes import (
     NoteVersion,
     Scope,
     SearchMode,
+    TextField,
 )
 from graphmem.models.results import (
     AddResult,
@@ -115,6 +117,7 @@ __all__ = [
     "MANUAL_CAUSE",
     "MAX_SESSION_ID_CHARS",
     "ROLLBACK_CAUSE",
+    "TEXT_FIELDS",
     "UNDO_CAUSE",
     "VERSIONED_FIELDS",
     "AddEffects",
@@ -159,6 +162,7 @@ __all__ = [
     "SessionInfo",
     "StoredItem",
     "StoredMessage",
+    "TextField",
     "TextMatch",
     "TextOp",
     "UndoOutcome",

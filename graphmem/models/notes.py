@@ -46,6 +46,11 @@ _LINK_MEANINGS = {
 }
 
 
+# The note fields the full-text index holds; a full-text search may look in some of them only.
+TextField = Literal["content", "context", "keywords", "tags"]
+TEXT_FIELDS: tuple[TextField, ...] = ("content", "context", "keywords", "tags")
+
+
 class SearchMode(StrEnum):
     """How search finds notes.
 

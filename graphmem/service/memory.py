@@ -649,6 +649,7 @@ class AsyncMemoryService:
                 pool=self.settings.search_pool,
                 text_weight=self.settings.fulltext_weight,
                 common_share=self.settings.common_word_share,
+                text_fields=self.settings.search_fields,
             )
             if self.settings.enable_supersession or history or moment is not None:
                 hits = await updates.annotate(self.store, hits, scope, history=history, as_of=moment)

@@ -17,7 +17,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Literal
 
-from graphmem.models import LinkedNote, Note, Scope, SearchFilters, SearchHit, SearchMode, TextMatch
+from graphmem.models import LinkedNote, Note, Scope, SearchFilters, SearchHit, SearchMode, TextField, TextMatch
 from graphmem.ports import NoteStore
 
 # Hybrid's default weight of the full-text leg, in cosine points: the best BM25 match of a query
@@ -28,6 +28,10 @@ TEXT_WEIGHT = 0.4
 # statistics span the whole index, where a speaker's name in half of one conversation looks rare,
 # and matching it lifted every turn of that speaker over the turn the question is about.
 COMMON_SHARE = 0.1
+# The note fields hybrid's full-text leg reads: what the note says and its tags. The LLM's contexts
+# and keywords there cost budgeted recall on LoCoMo (their words match questions about other turns;
+# docs/evaluation.md, "What search reads"). The link and supersession candidates read every field.
+SEARCH_TEXT_FIELDS: tuple[TextField, ...] = ("content", "tags")
 # Vector candidates scored before the cut (at least k; full-text: half): fixed, so that the
 # rankings for different k nest.
 RANK_POOL = 40
@@ -117,8 +121,9 @@ async def retrieve(
     text_weight: float = TEXT_WEIGHT,
     link_weight: float = LINK_WEIGHT,
     common_share: float = COMMON_SHARE,
+    text_fields: Sequence[TextField] = SEARCH_TEXT_FIELDS,
 ) -> list[SearchHit]:
-    """The hits of one search (inputs already validated)."""
+    """The hits of one search (inputs already validated); the full-text leg reads ``text_fields``."""
     if mode == SearchMode.VECTOR or (mode == SearchMode.LINKS and per_hit <= 0):
         return as_hits(await store.vector_search(embedding, scope, k, filters=filters, over_fetch=over_fetch), "vector")
     size = max(k, pool)
@@ -134,7 +139,13 @@ async def retrieve(
     vector_hits, text_hits = await asyncio.gather(
         store.vector_search(embedding, scope, size, filters=filters, over_fetch=over_fetch),
         store.fulltext_search(
-            query, scope, max(1, pool // 2), filters=filters, embedding=embedding, common_share=share
+            query,
+            scope,
+            max(1, pool // 2),
+            filters=filters,
+            embedding=embedding,
+            common_share=share,
+            fields=text_fields,
         ),
     )
     hits = fuse(vector_hits, text_hits, text_weight)

@@ -51,6 +51,12 @@ def lucene_of(words: Sequence[str]) -> str | None:
     return " OR ".join(_LUCENE_SPECIAL.sub(r"\\\1", w) for w in words)
 
 
+def in_fields(lucene: str, fields: Sequence[str]) -> str:
+    """``lucene`` asked of some of the index's fields only (names from ``models.TEXT_FIELDS``, never
+    user text): ``content:(a OR b) OR tags:(a OR b)``."""
+    return " OR ".join(f"{field}:({lucene})" for field in fields)
+
+
 def lucene_query(text: str, max_terms: int = 32) -> str | None:
     """The Lucene query of ``text``'s content words (``query_terms``), or None."""
     return lucene_of(query_terms(text, max_terms))

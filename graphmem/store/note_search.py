@@ -13,8 +13,8 @@ from neo4j import AsyncDriver
 from neo4j.exceptions import ClientError
 
 from graphmem import queries
-from graphmem.models import LinkedNote, Note, Scope, SearchFilters, TextMatch
-from graphmem.store.fulltext import lucene_of, query_terms
+from graphmem.models import TEXT_FIELDS, LinkedNote, Note, Scope, SearchFilters, TextField, TextMatch
+from graphmem.store.fulltext import in_fields, lucene_of, query_terms
 from graphmem.store.records import filter_params, linked_note_from_record, note_from_record
 from graphmem.store.runner import Neo4jRunner, QueryTable, Rows, mapped
 
@@ -149,13 +149,17 @@ class NoteSearch(Neo4jRunner):
         over_fetch: int = 4,
         embedding: Sequence[float] | None = None,
         common_share: float | None = None,
+        fields: Sequence[TextField] = TEXT_FIELDS,
     ) -> list[TextMatch]:
+        fields = [f for f in TEXT_FIELDS if f in fields]  # the closed set: never a caller's string
         words = query_terms(text)
-        if common_share is not None and words:
-            words = await self._uncommon(words, scope, common_share)
+        if common_share is not None and words and fields:
+            words = await self._uncommon(words, scope, common_share, fields)
         lucene = lucene_of(words)
-        if lucene is None or k <= 0:
+        if lucene is None or k <= 0 or not fields:
             return []
+        if len(fields) < len(TEXT_FIELDS):
+            lucene = in_fields(lucene, fields)
         fetch_k = k * over_fetch * 4
         vector = list(embedding) if embedding is not None else None
         while True:
@@ -179,10 +183,14 @@ class NoteSearch(Neo4jRunner):
                 return await mapped(hits, _text_match)
             fetch_k *= 4
 
-    async def _uncommon(self, words: Sequence[str], scope: Scope, share: float) -> list[str]:
-        """``words`` less the ones in more than ``share`` of the scope's notes (sampled)."""
+    async def _uncommon(
+        self, words: Sequence[str], scope: Scope, share: float, fields: Sequence[TextField]
+    ) -> list[str]:
+        """``words`` less the ones in more than ``share`` of the scope's notes (sampled; in ``fields``)."""
         lowered = sorted({w.lower() for w in words})
-        rows = await self.run_auto("search/word_shares", words=lowered, sample=_WORD_SHARE_SAMPLE, **scope.params())
+        rows = await self.run_auto(
+            "search/word_shares", words=lowered, fields=list(fields), sample=_WORD_SHARE_SAMPLE, **scope.params()
+        )
         common = {
             r["word"] for r in rows if r["containing"] >= _COMMON_MIN_NOTES and r["containing"] > share * r["notes"]
         }

@@ -34,6 +34,15 @@ def test_defaults() -> None:
     assert s.resolved_llm_provider == "local"
 
 
+def test_search_text_fields_are_the_index_fields_named_in_the_index_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    from graphmem.service.retrieve import SEARCH_TEXT_FIELDS
+
+    assert load_settings().search_fields == SEARCH_TEXT_FIELDS == ("content", "tags")
+    monkeypatch.setenv("GRAPHMEM_SEARCH_TEXT_FIELDS", " tags, keywords ,content")
+    s = load_settings()
+    assert (s.search_text_fields, s.search_fields) == ("content,keywords,tags", ("content", "keywords", "tags"))
+
+
 def test_decision_defaults_follow_the_provider(monkeypatch: pytest.MonkeyPatch) -> None:
     """The local model: pairwise links, no evolution (what measured best); other endpoints: A-MEM's
     joint decision with evolution; an explicit setting wins either way."""
@@ -116,6 +125,8 @@ def test_api_key_selects_openai(monkeypatch: pytest.MonkeyPatch) -> None:
         ("NEO4J_DATABASE", "", "NEO4J_DATABASE"),
         ("GRAPHMEM_NEO4J_LINE", "4.4", "GRAPHMEM_NEO4J_LINE"),
         ("GRAPHMEM_NEO4J_VERSION", "latest", "GRAPHMEM_NEO4J_VERSION"),
+        ("GRAPHMEM_SEARCH_TEXT_FIELDS", "content,summary", "GRAPHMEM_SEARCH_TEXT_FIELDS"),
+        ("GRAPHMEM_SEARCH_TEXT_FIELDS", " , ", "GRAPHMEM_SEARCH_TEXT_FIELDS"),
     ],
 )
 def test_invalid_setting_is_named(monkeypatch: pytest.MonkeyPatch, name: str, value: str, named: str) -> None:

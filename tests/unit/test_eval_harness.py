@@ -559,3 +559,14 @@ def test_answers_from_a_context_without_links_have_keys_of_their_own() -> None:
     old = key(answer_links_per_hit=None)  # the key answers given before the setting was added keep
     assert len({old, key(), key(answer_links_per_hit=3), key(links_per_hit=0)}) == 4
     assert resolve_arms(Settings(), cfg, "t", "raw")[0].k == Settings().answer_k  # the hits ask packs
+
+
+def test_answers_from_a_search_of_other_fields_have_keys_of_their_own() -> None:
+    cfg = QAConfig(systems=("memory",))
+
+    def key(**kw: object) -> str:
+        return resolve_arms(Settings(**kw), cfg, "t", "raw")[0].key  # type: ignore[arg-type]
+
+    every = key(search_text_fields="content,context,keywords,tags")  # the key answers before 7 December keep
+    assert key(search_text_fields="tags,context,content,keywords") == every  # the same fields, any order
+    assert len({every, key(), key(search_text_fields="content")}) == 3
