@@ -66,7 +66,7 @@ async def enrich(
 ) -> NoteEnrichment | None:
     """The LLM's keywords, context and tags for a note; None when the LLM failed or gave nothing usable.
     Keywords and tags that only echo the instructions are then dropped, and (``grounded``) context
-    sentences and keywords the note does not support (``grounding.ground``): each reported in ``rejected``."""
+    sentences, keywords and tags the note does not support (``grounding.ground``): each reported in ``rejected``."""
     try:
         result, _ = await llm.structured(NoteEnrichment, enrich_messages(content), usage)
     except LLMError as exc:
@@ -82,8 +82,8 @@ async def enrich(
             if rejected is not None:
                 rejected.extend(f"{field[:-1]} {w!r} only repeats the instructions" for w in echoed)
     if grounded:
-        checked = ground(content, result.context, result.keywords)
-        result.context, result.keywords = checked.context, checked.keywords
+        checked = ground(content, result.context, result.keywords, result.tags)
+        result.context, result.keywords, result.tags = checked.context, checked.keywords, checked.tags
         if rejected is not None:
             rejected.extend(checked.refused)
     return result  # usable even when every keyword was an echo: its context stands

@@ -15,14 +15,16 @@ here are deterministic and read only the note:
   and a third or more of its words): background, reasons, judgements the turn never gave.
 
 A sentence that fails a check is dropped and the reason reported; the sentences that pass stay.
-Keywords must be the note's own words. A note is ``"Speaker: text"`` (LoCoMo, the demo, the
+Keywords must be the note's own words. Tags may name a category the note does not say ("health" for
+a physiotherapist's advice), but not one taken from a refused sentence: "Tom: Eight mugs ..." got the
+context "Tom has been learning to make coffee" (refused) and the tag "coffee", which then reached search. A note is ``"Speaker: text"`` (LoCoMo, the demo, the
 LangChain plugin); without a speaker the owner and actor checks have nobody to resolve and pass.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from graphmem.service import wording
@@ -108,6 +110,7 @@ class Grounding:
     context: str
     keywords: list[str]
     refused: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
 
 
 def speaker_of(content: str) -> str | None:
@@ -228,18 +231,23 @@ def sentence_refusal(sentence: str, content: str, speaker: str | None) -> str | 
     return None
 
 
-def ground(content: str, context: str, keywords: list[str]) -> Grounding:
-    """The context's supported sentences and the note's own keywords, with a reason for each drop."""
+def ground(content: str, context: str, keywords: list[str], tags: Sequence[str] = ()) -> Grounding:
+    """The context's supported sentences, the note's own keywords and the tags no refused sentence
+    invented, with a reason for each drop."""
     speaker = speaker_of(content)
     kept: list[str] = []
     refused: list[str] = []
+    invented: set[str] = set()  # words of refused sentences the note does not say
+    note_words = wording.content_words(content)
     for sentence in sentences(context):
         why = sentence_refusal(sentence, content, speaker)
         if why is None:
             kept.append(sentence)
         else:
             refused.append(f"context sentence {sentence!r} {why}")
-    note_words = wording.content_words(content)
+            invented |= wording.content_words(sentence) - note_words - _FRAMING
+    # A kept sentence's words are supported, whatever a refused one also said.
+    invented -= wording.content_words(" ".join(kept))
     own: list[str] = []
     for keyword in keywords:
         words = wording.content_words(keyword)
@@ -247,4 +255,11 @@ def ground(content: str, context: str, keywords: list[str]) -> Grounding:
             refused.append(f"keyword {keyword!r} is not in the note")
         else:
             own.append(keyword)
-    return Grounding(" ".join(kept), own, refused)
+    kept_tags: list[str] = []
+    for tag in tags:
+        from_refused = wording.content_words(tag) & invented
+        if from_refused:
+            refused.append(f"tag {tag!r} repeats a refused sentence ({', '.join(sorted(from_refused))})")
+        else:
+            kept_tags.append(tag)
+    return Grounding(" ".join(kept), own, refused, kept_tags)

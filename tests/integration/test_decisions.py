@@ -220,6 +220,27 @@ async def test_enrichment_words_that_echo_the_prompt_are_dropped_and_reported(
     assert stored == {"k": ["pottery class"], "t": ["hobbies"]}
 
 
+async def test_a_tag_taken_from_a_refused_context_is_not_stored_and_is_reported(
+    make_service: Any, scope: Any, graph: Any
+) -> None:
+    def enrich(text: str) -> dict[str, Any]:  # what the 1.5B wrote for the demo's mugs turn, 7 December
+        return {
+            "keywords": ["mugs", "lessons"],
+            "context": "Tom has been learning to make coffee in his new mugs.",
+            "tags": ["coffee", "pottery", "praise"],
+        }
+
+    svc, _ = await make_service(pairwise_responder(lambda a, b: 0.1, enrich=enrich), link_decision="pairwise")
+    added = await svc.add("Tom: Eight mugs after only three months of lessons is impressive.", scope)
+
+    assert added.note.tags == ["pottery", "praise"]
+    assert any("tag 'coffee' repeats a refused sentence" in r for r in added.rejected)
+    stored = graph.q("MATCH (n:Note {id: $id}) RETURN n.tags AS t, n.context AS c", id=added.note.id)[0]
+    assert stored == {"t": ["pottery", "praise"], "c": ""}
+    (hit,) = await svc.search("coffee", scope)
+    assert "fulltext" not in hit.found_by  # found by its vector only, not by the invented tag
+
+
 async def test_evolution_by_words_lends_an_add_keywords_to_the_neighbours_it_links_without_a_call(
     make_service: Any, scope: Any
 ) -> None:

@@ -195,3 +195,24 @@ def test_a_context_in_american_spelling_is_not_an_invention() -> None:
     assert sentence_refusal(
         "Priya finally got the clay centering, and her teacher praised her patience.", note, "Priya"
     )
+
+
+def test_a_tag_from_a_refused_sentence_is_refused() -> None:
+    # What the 1.5B wrote for the demo's mugs turn on 7 December: the context was refused, the tag
+    # "coffee" (from the same invention) stayed and reached search.
+    g = ground(MUGS, "Tom has been learning to make coffee in his new mugs.", ["mugs"], ["coffee", "mug", "pottery"])
+    assert g.context == ""
+    assert g.tags == ["mug", "pottery"]
+    assert any("tag 'coffee'" in r for r in g.refused)
+
+
+def test_category_tags_and_tags_of_kept_sentences_stay() -> None:
+    context = "Tom is training for the Lisbon half marathon in May. He has been running for several months."
+    g = ground(MARATHON, context, [], ["health", "marathon", "months"])
+    # "months" is only in the refused sentence; "health" is a category nobody refused.
+    assert g.tags == ["health", "marathon"]
+    assert g.refused[-1].startswith("tag 'months'")
+    # A refused sentence's framing ("Tom asks") is no invention.
+    asked = ground(SISTER, "Tom asks if Anika, his sister, is a ceramic artist.", [], ["asking", "family"])
+    assert asked.context == ""
+    assert asked.tags == ["asking", "family"]
