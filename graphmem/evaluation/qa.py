@@ -23,50 +23,48 @@ Answer prompts follow A-MEM (reference §1.7): a per-category instruction after 
 (temporal questions get a date instruction); category 5 either offers the two options A-MEM and
 LoCoMo offer ("Not mentioned in the conversation" and the dataset's adversarial answer, in seeded
 random order: paper-faithful, but it shows the model the distractor) or asks openly.
+
+This module runs a QA evaluation (ingest, answer, score); ``qa_systems`` names the systems and keys
+their answers, ``qa_answers`` asks one question of one system and keeps the answers file.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import random
-import re
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
-from functools import cache
-from importlib import resources
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import BaseModel, Field
+from typing import Any
 
 from graphmem.config import Settings
-from graphmem.errors import GraphmemError, InvalidInputError
+from graphmem.errors import InvalidInputError
 from graphmem.evaluation import Progress, metrics
 from graphmem.evaluation.compare import compare_systems, stratified_sample
 from graphmem.evaluation.full_context import FullContext, fit_conversation
-from graphmem.evaluation.links import ARMS as LINKS_ARMS
-from graphmem.evaluation.links import arm_tag
-from graphmem.evaluation.locomo import CATEGORY_NAMES, QA, Conversation, turn_inputs
-from graphmem.models import LIMITS, TEXT_FIELDS, IngestItem, IngestReport, IngestStatus, Note, Scope, Usage
-from graphmem.service import AsyncMemoryService, Context, build_context
-
-Cat5Prompt = Literal["options", "open"]
-NOT_MENTIONED = "Not mentioned in the conversation"
-
-MEMORY = "memory"
-# The memory's own notes answered with / without their LLM-written contexts (issue 27's question: does
-# what enrichment writes help the answer, or only take the budget?); the one the setting picks shares
-# the memory's answers.
-CONTEXT_ARMS = {"memory-with-context": True, "memory-no-context": False}
-# The write-path ablation as QA (issue 26, deliverable 5): the memory's notes with one LLM step taken
-# out post hoc, answered from the arm scopes `eval links` derives from the same ingest (system -> arm);
-# memory-full answers from the arms' copy of the whole memory, the control taken at the same moment.
-ABLATION_ARMS = {f"{MEMORY}-{arm}": arm for arm in LINKS_ARMS if arm != "with-context"}
-MEMORY_ARM = "memory-arm"
-BASELINES: tuple[str, ...] = ("full-context", "rag", "memory-no-llm", *CONTEXT_ARMS, *ABLATION_ARMS)
-RAG_K = 50  # dense candidates for the rag arm; the budget, not k, decides how many are kept
+from graphmem.evaluation.locomo import QA, Conversation, turn_inputs
+from graphmem.evaluation.qa_answers import (
+    answer_with_full_context,
+    answer_with_memory,
+    answer_with_rag,
+    cat5_options,
+    chosen_option,
+    judge_answer,
+    load_answers,
+    needs_answer,
+)
+from graphmem.evaluation.qa_systems import (
+    MEMORY,
+    MEMORY_ARM,
+    QAConfig,
+    config_key,
+    default_raw_tag,
+    derive_tag,
+    model_label,
+    resolve_arms,
+)
+from graphmem.models import IngestItem, IngestReport, IngestStatus, Scope
+from graphmem.service import AsyncMemoryService
 
 # The A-MEM paper's Table 1 rows for Qwen2.5-1.5B (through Ollama), x100; reference lines only
 # (../shared/docs/write-path-evidence.md section 1). The whole-conversation row very likely saw a
@@ -87,300 +85,6 @@ PUBLISHED_QWEN25_15B: dict[str, Any] = {
         },
     },
 }
-
-
-@cache
-def prompt(name: str) -> str:
-    """A prompt file shipped in ``graphmem/evaluation/prompts/``."""
-    return (resources.files("graphmem.evaluation") / "prompts" / f"{name}.txt").read_text(encoding="utf-8").strip()
-
-
-@dataclass
-class QAConfig:
-    tag: str | None = None  # default: derived from the settings (see derive_tag)
-    sessions: list[int] | None = None
-    categories: tuple[int, ...] = (1, 2, 3, 4, 5)
-    max_questions: int | None = None  # per conversation
-    mode: str | None = None  # search mode; default settings.search_mode
-    k: int | None = None  # default settings.answer_k (the hits ask packs)
-    token_budget: int | None = None
-    systems: tuple[str, ...] = (MEMORY,)  # see the module docstring; systems_for() builds the tuple
-    cat5_prompt: Cat5Prompt = "options"
-    judge: bool = False
-    seed: int = 0
-    ingest_only: bool = False
-    # score what the answers file holds: nothing stored or asked, every system on the questions all of
-    # them answered (a long run's interim result, while it goes on or after it was stopped)
-    score_only: bool = False
-    concurrency: int | None = None  # notes in flight while ingesting (default: the setting)
-    sample: int | None = None  # a seeded sample of this many questions, stratified by category
-    rag_k: int = RAG_K
-    raw_tag: str | None = None  # scope tag of the raw turns (rag, memory-no-llm); default raw-<variant>-follows
-    full_context_limit: int | None = None  # counted tokens of conversation the full-context arm may send
-    # the full-context server's settings when its answers are all in the answers file (none started)
-    full_context_settings: Settings | None = None
-    bootstrap: int = 2000  # resamples of each paired difference
-    scope_prefix: str = "locomo"
-    reference: bool = True  # the paper's Qwen2.5-1.5B rows beside the results (LoCoMo only)
-    category_names: dict[int, str] = field(default_factory=lambda: dict(CATEGORY_NAMES))
-    answers: Path | None = None  # the answers file; default <out>/answers.jsonl (several reports may share one)
-    # the local model's answers reuse llama-server's prompt cache (None: not the local model); the
-    # harness turns it off so that the same prompt gets the same answer in every run
-    answer_prompt_cache: bool | None = None
-
-
-def model_label(settings: Settings) -> str:
-    provider = settings.resolved_llm_provider
-    return settings.local_model if provider == "local" else settings.llm_model
-
-
-def derive_tag(settings: Settings) -> str:
-    """A short, readable tag naming what changes the stored notes: model, ablation switches, embed text,
-    and every write-path setting (a change gives a new tag, so a resumed ingest is one configuration)."""
-    flags = "".join(
-        c if on else "-"
-        for c, on in (
-            ("e", settings.enable_enrichment),
-            ("l", settings.enable_links),
-            ("v", settings.evolution_enabled),
-        )
-    )
-    key = json.dumps(
-        [
-            settings.resolved_llm_provider,
-            model_label(settings),
-            settings.llm_temperature,
-            settings.llm_seed,
-            flags,
-            settings.embed_text_variant,
-            settings.neighbour_k,
-            settings.embedder,
-            # What the write path decides since issues 25-28: a resumed ingest never mixes two of them.
-            settings.link_decision,
-            settings.link_candidates,
-            settings.link_threshold,
-            settings.link_word_candidates,
-            settings.ground_enrichment,
-            settings.evolution_reembed,
-            settings.enable_supersession,
-            settings.supersession_candidates,
-            settings.supersession_threshold,
-            settings.supersession_gate,
-            # only where it changes what an ingest stores, so that earlier tags stay as they were
-            *([settings.evolution_neighbours] if settings.evolution_enabled and settings.evolution_neighbours else []),
-            *(["evolution_words"] if settings.evolution_words else []),
-        ]
-    )
-    digest = hashlib.sha256(key.encode()).hexdigest()[:6]
-    slug = "".join(ch for ch in model_label(settings).lower() if ch.isalnum() or ch in ".-")[:24]
-    return f"{slug}-{flags}-{digest}"
-
-
-def instructions_for(q: QA, sample_id: str, cfg: QAConfig) -> str:
-    """The per-category answer rule appended to the question (with the question's date when it has one)."""
-    dated = f"The question is asked on {q.question_date}.\n" if q.question_date else ""
-    if q.category == 2:
-        return dated + prompt("answer_temporal")
-    if q.category == 5:
-        if cfg.cat5_prompt == "open":
-            return dated + prompt("answer_adversarial_open")
-        options = cat5_options(cfg.seed, sample_id, q.index, q.answer)
-        return dated + prompt("answer_adversarial_options").format(option_a=options[0], option_b=options[1])
-    return dated + prompt("answer_default")
-
-
-def cat5_options(seed: int, sample_id: str, index: int, answer: str) -> list[str]:
-    """The two options of a category-5 question, (a) then (b), in the seeded order the prompt shows."""
-    options = [NOT_MENTIONED, answer]
-    random.Random(f"{seed}:{sample_id}:{index}").shuffle(options)
-    return options
-
-
-_OPTION = re.compile(r"^\s*\(?([ab])\)(?:[\s.:-]*)(.*)$|^\s*([ab])\s*$", re.IGNORECASE | re.DOTALL)
-
-
-def chosen_option(prediction: str, options: Sequence[str]) -> str:
-    """What a reply to the two-option prompt chose: the small model often answers "(a)" or "(b) text"
-    although asked for the text; a bare letter becomes its option's text, a letter before text is
-    dropped. Any other reply is scored as it is."""
-    match = _OPTION.match(prediction or "")
-    if match is None:
-        return prediction
-    letter = (match.group(1) or match.group(3)).lower()
-    rest = (match.group(2) or "").strip()
-    return rest or options[0 if letter == "a" else 1]
-
-
-# --- systems ----------------------------------------------------------------------------------------
-
-
-def parse_baselines(text: str | None) -> tuple[str, ...]:
-    """``"full-context,rag"`` -> the baseline names, in order, without repeats; ``none``/empty -> ()."""
-    if text is None or text.strip() in ("", "none"):
-        return ()
-    names = [x.strip() for x in text.split(",") if x.strip() and x.strip() != "none"]
-    bad = [n for n in names if n not in BASELINES]
-    if bad:
-        raise InvalidInputError(f"unknown baseline(s) {', '.join(bad)}; known: none, {', '.join(BASELINES)}")
-    return tuple(dict.fromkeys(names))
-
-
-def parse_budgets(text: str | None) -> tuple[int, ...]:
-    """``"500,1000,2000,4000"`` -> sorted distinct context budgets (each within the ask limits)."""
-    if not text:
-        return ()
-    try:
-        values = sorted({int(x) for x in text.split(",") if x.strip()})
-    except ValueError:
-        raise InvalidInputError("--budgets must be integers, comma-separated") from None
-    bad = [v for v in values if not LIMITS.token_budget_min <= v <= LIMITS.token_budget_max]
-    if bad:
-        raise InvalidInputError(
-            f"budgets must be {LIMITS.token_budget_min}..{LIMITS.token_budget_max} tokens (got {bad[0]})"
-        )
-    return tuple(values)
-
-
-def budget_system(budget: int) -> str:
-    return f"{MEMORY}@{budget}"
-
-
-def systems_for(
-    baselines: Sequence[str], budgets: Sequence[int] = (), *, baseline_only: bool = False
-) -> tuple[str, ...]:
-    """The systems of a run: the memory (unless only baselines), one per budget, then the baselines."""
-    out = [] if baseline_only else [MEMORY]
-    out += [budget_system(b) for b in budgets]
-    out += list(baselines)
-    if not out:
-        raise InvalidInputError("nothing to answer: --baseline-only without a baseline or budget")
-    return tuple(dict.fromkeys(out))
-
-
-def k_for_budget(budget: int, base_k: int, base_budget: int) -> int:
-    """Search k for a context budget: the default k at the default budget and below, growing in
-    proportion above it (about 100 counted tokens per retrieved note and its turn links), so a larger
-    budget has notes to fill it with."""
-    return min(LIMITS.k_max, max(base_k, round(base_k * budget / base_budget)))
-
-
-@dataclass(frozen=True)
-class Arm:
-    """One system of a run and how its answers are keyed."""
-
-    system: str  # the name in qa.json
-    kind: str  # memory | memory-arm | memory-no-llm | rag | full-context
-    k: int | None = None
-    budget: int | None = None
-    key: str = ""  # hash of the configuration its answers depend on
-    answer_system: str = ""  # the system name in the answers' keys (memory@B at the defaults is memory)
-    show_context: bool | None = None  # the notes' LLM-written contexts in the answer (None: the setting)
-    scope_tag: str | None = None  # memory-arm: the tag of the arm's scopes (locomo-<tag>.<arm>-<sample>)
-
-    def record_key(self, sample_id: str, qa_index: int) -> str:
-        return f"{self.key}:{self.answer_system}:{sample_id}:{qa_index}"
-
-
-def _hash(parts: Sequence[Any]) -> str:
-    return hashlib.sha256(json.dumps(list(parts), default=str).encode()).hexdigest()[:10]
-
-
-def answer_rules_digest() -> str:
-    """The per-category answer rules' text (``prompts/answer_*.txt``) in every answer's key: an
-    answer given under other rules is asked again, never mixed into a resumed run's scores."""
-    folder = resources.files("graphmem.evaluation") / "prompts"
-    rules = sorted((f.name, f.read_text(encoding="utf-8")) for f in folder.iterdir() if f.name.startswith("answer_"))
-    return _hash(rules)[:8]
-
-
-def _memory_key(settings: Settings, tag: str, mode: Any, k: int, budget: int, cfg: QAConfig) -> str:
-    # The parts since the baselines were added, and the answer rules' digest (issue 26, 6 December: the
-    # temporal rule changed, and answers given under the old one must not be reused).
-    return _hash(
-        [
-            tag,
-            mode,
-            k,
-            budget,
-            cfg.cat5_prompt,
-            cfg.seed,
-            cfg.sessions,
-            model_label(settings),
-            settings.llm_temperature,
-            settings.links_per_hit,
-            "answers-v1",
-            # Appended only when off, so that answers written before the setting existed keep their keys.
-            *([] if settings.answer_shows_context else ["answer-content-only"]),
-            *([] if settings.answer_links_per_hit is None else [f"answer-links-{settings.answer_links_per_hit}"]),
-            # Appended unless search reads every field (the default until 7 December), likewise.
-            *([] if settings.search_fields == TEXT_FIELDS else [f"search-text-{settings.search_text_fields}"]),
-            answer_rules_digest(),
-        ]
-    )
-
-
-def default_raw_tag(settings: Settings) -> str:
-    """The scope tag of raw turns with FOLLOWS links: the one ``eval retrieval`` fills, so both share it."""
-    return f"raw-{settings.embed_text_variant}-follows"
-
-
-def resolve_arms(settings: Settings, cfg: QAConfig, tag: str, raw_tag: str) -> list[Arm]:
-    mode = cfg.mode or settings.search_mode
-    base_k = cfg.k or settings.answer_k
-    base_budget = cfg.token_budget or settings.context_token_budget
-    arms = []
-    for system in cfg.systems:
-        if system == MEMORY:
-            key = _memory_key(settings, tag, mode, base_k, base_budget, cfg)
-            arms.append(Arm(system, MEMORY, base_k, base_budget, key, MEMORY))
-        elif system.startswith(f"{MEMORY}@"):
-            budget = int(system.split("@", 1)[1])
-            k = k_for_budget(budget, base_k, base_budget)
-            same = (k, budget) == (base_k, base_budget)
-            key = _memory_key(settings, tag, mode, k, budget, cfg)
-            arms.append(Arm(system, MEMORY, k, budget, key, MEMORY if same else system))
-        elif system in CONTEXT_ARMS:
-            shown = CONTEXT_ARMS[system]
-            key = _memory_key(
-                settings.model_copy(update={"answer_shows_context": shown}), tag, mode, base_k, base_budget, cfg
-            )
-            same = settings.answer_shows_context == shown  # the memory itself already answers this way
-            arms.append(Arm(system, MEMORY, base_k, base_budget, key, MEMORY if same else system, shown))
-        elif system in ABLATION_ARMS:
-            scope_tag = arm_tag(tag, ABLATION_ARMS[system])
-            key = _memory_key(settings, scope_tag, mode, base_k, base_budget, cfg)
-            arms.append(Arm(system, MEMORY_ARM, base_k, base_budget, key, system, scope_tag=scope_tag))
-        elif system == "memory-no-llm":
-            # raw turns have no LLM context to show or hide: one key whatever the setting says
-            raw = settings.model_copy(update={"answer_shows_context": True})
-            key = _memory_key(raw, raw_tag, mode, base_k, base_budget, cfg)
-            arms.append(Arm(system, system, base_k, base_budget, key, system))
-        elif system == "rag":
-            parts = ["rag", raw_tag, cfg.rag_k, base_budget, cfg.cat5_prompt, cfg.seed, cfg.sessions]
-            key = _hash(
-                [
-                    *parts,
-                    model_label(settings),
-                    settings.llm_temperature,
-                    settings.embedder,
-                    "rag-v1",
-                    answer_rules_digest(),
-                ]
-            )
-            arms.append(Arm(system, system, cfg.rag_k, base_budget, key, system))
-        elif system == "full-context":
-            parts = ["full-context", cfg.full_context_limit, cfg.cat5_prompt, cfg.seed, cfg.sessions]
-            key = _hash([*parts, model_label(settings), settings.llm_temperature, "fc-v2", answer_rules_digest()])
-            arms.append(Arm(system, system, None, cfg.full_context_limit, key, system))
-        else:
-            raise InvalidInputError(f"unknown system {system!r}")
-    return arms
-
-
-def rag_context(ranked: Sequence[Note], budget: int) -> Context:
-    """The rag arm's context: dense hits in rank order, each kept while the budget holds (a note that
-    would overflow is skipped, as ``ask`` packs), written as ``ask`` writes notes."""
-    return build_context(ranked, budget)
 
 
 # --- ingest -----------------------------------------------------------------------------------------
@@ -458,167 +162,6 @@ def _ingest_stats(report: IngestReport) -> dict[str, Any]:
         "wall_seconds": summary["seconds"] / n,  # the ingest's wall time per note added (notes overlap)
     }
     return stats
-
-
-# --- answering --------------------------------------------------------------------------------------
-
-
-class JudgeVerdict(BaseModel):
-    reason: str = Field("", description="one short sentence")
-    label: Literal["CORRECT", "WRONG"]
-
-
-def _record_base(arm: Arm, conv: Conversation, q: QA) -> dict[str, Any]:
-    return {
-        "key": arm.record_key(conv.sample_id, q.index),
-        "system": arm.answer_system,
-        "sample_id": conv.sample_id,
-        "qa_index": q.index,
-        "category": q.category,
-        "question": q.question,
-        "gold": q.answer,
-    }
-
-
-def _usage_fields(usage: Usage) -> dict[str, Any]:
-    return {
-        "llm_calls": usage.llm_calls,
-        "input_tokens": usage.input_tokens,
-        "cached_input_tokens": usage.cached_input_tokens,
-        "output_tokens": usage.output_tokens,
-        "total_tokens": usage.total_tokens,
-        "seconds": {
-            "embed": usage.embed_seconds,
-            "search": usage.store_seconds,
-            "llm": usage.llm_seconds,
-            "total": usage.total_seconds,
-        },
-    }
-
-
-def _failed(rec: dict[str, Any], exc: Exception, **extra: Any) -> dict[str, Any]:
-    """A failed answer: kept with its error (reported as failed, never scored) and asked again on a rerun."""
-    return {**rec, "prediction": "", "error": f"{type(exc).__name__}: {exc}"[:500], **extra}
-
-
-async def answer_with_memory(
-    svc: AsyncMemoryService, conv: Conversation, q: QA, scope: Scope, cfg: QAConfig, arm: Arm
-) -> dict[str, Any]:
-    """``ask`` on the scope (the memory's notes, or the raw turns for memory-no-llm) within the arm's budget."""
-    rec = _record_base(arm, conv, q)
-    try:
-        res = await svc.ask(
-            q.question,
-            scope,
-            k=arm.k,
-            mode=cfg.mode,
-            token_budget=arm.budget,
-            instructions=instructions_for(q, conv.sample_id, cfg),
-            show_context=arm.show_context,
-        )
-    except GraphmemError as exc:
-        return _failed(rec, exc, context_tokens=0, notes_used=0)
-    return {
-        **rec,
-        "prediction": res.answer,
-        "context_tokens": res.context_tokens,
-        "notes_used": len(res.notes),
-        "retrieved": [h.note.source_id for h in res.notes],
-        **_usage_fields(res.usage),
-    }
-
-
-async def answer_with_rag(
-    svc: AsyncMemoryService, conv: Conversation, q: QA, scope: Scope, cfg: QAConfig, arm: Arm
-) -> dict[str, Any]:
-    """Plain RAG over the raw turns: dense top-k (vector index only) packed within the budget."""
-    rec = _record_base(arm, conv, q)
-    usage = Usage()
-    started = time.perf_counter()
-    try:
-        hits = await svc.search(q.question, scope, k=arm.k, mode="vector", usage=usage)
-        ctx = rag_context([h.note for h in hits], arm.budget or svc.settings.context_token_budget)
-        answer = await svc.answer(
-            q.question, ctx.text or "(no notes)", instructions=instructions_for(q, conv.sample_id, cfg), usage=usage
-        )
-    except GraphmemError as exc:
-        return _failed(rec, exc, context_tokens=0, notes_used=0)
-    usage.total_seconds = time.perf_counter() - started
-    return {
-        **rec,
-        "prediction": answer,
-        "context_tokens": ctx.tokens,
-        "notes_used": len(ctx.used),
-        "retrieved": [hits[i].note.source_id for i in ctx.used],
-        **_usage_fields(usage),
-    }
-
-
-async def answer_with_full_context(
-    svc: AsyncMemoryService, conv: Conversation, q: QA, fc: FullContext, cfg: QAConfig, arm: Arm
-) -> dict[str, Any]:
-    """The whole conversation first, the question last (``svc.answer``'s prompt: notes, then question)."""
-    rec = {
-        **_record_base(arm, conv, q),
-        "context_tokens": fc.tokens,
-        "notes_used": fc.turns,
-        "truncated": not fc.fits,
-        "cut_turns": fc.cut_turns,
-    }
-    usage = Usage()
-    started = time.perf_counter()
-    try:
-        answer = await svc.answer(
-            q.question, fc.text or "(no notes)", instructions=instructions_for(q, conv.sample_id, cfg), usage=usage
-        )
-    except GraphmemError as exc:
-        return _failed(rec, exc)
-    usage.total_seconds = time.perf_counter() - started
-    return {**rec, "prediction": answer, **_usage_fields(usage)}
-
-
-async def judge_answer(svc: AsyncMemoryService, rec: dict[str, Any]) -> str | None:
-    """LLM judge (categories 1-4): CORRECT / WRONG, None when the judge's output stayed unusable.
-    Asked through the answering model: the evaluation's is the one without the prompt cache, whose
-    verdicts repeat."""
-    from langchain_core.messages import HumanMessage
-
-    text = prompt("judge").format(question=rec["question"], gold=rec["gold"], prediction=rec["prediction"])
-    llm = await svc.answer_caller()
-    verdict, _ = await llm.structured(JudgeVerdict, [HumanMessage(text)], Usage())
-    return verdict.label if verdict is not None else None
-
-
-def load_answers(path: Path) -> dict[str, dict[str, Any]]:
-    """The answers file as {key: record}; a later line for a key replaces an earlier one (a retried
-    failure), and a line cut off by a crash mid-write is ignored."""
-    if not path.is_file():
-        return {}
-    out = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(rec, dict) and "key" in rec:
-            out[rec["key"]] = rec
-    return out
-
-
-def needs_answer(done: dict[str, dict[str, Any]], key: str) -> bool:
-    """Resume rule: a question is asked unless the answers file holds an answer for its key that did not fail."""
-    rec = done.get(key)
-    return rec is None or bool(rec.get("error"))
-
-
-def config_key(svc: AsyncMemoryService, tag: str, cfg: QAConfig) -> str:
-    """The answers key of the ``memory`` system for this configuration."""
-    s = svc.settings
-    return _memory_key(
-        s, tag, cfg.mode or s.search_mode, cfg.k or s.answer_k, cfg.token_budget or s.context_token_budget, cfg
-    )
 
 
 def summarise_system(records: Sequence[dict[str, Any]]) -> dict[str, Any]:

@@ -18,7 +18,8 @@ from typer.testing import CliRunner
 
 from graphmem.evaluation.bench import BenchConfig, run_bench, run_tenant_bench
 from graphmem.evaluation.locomo import load_locomo
-from graphmem.evaluation.qa import QAConfig, run_qa_eval
+from graphmem.evaluation.qa import run_qa_eval
+from graphmem.evaluation.qa_systems import QAConfig
 from graphmem.evaluation.report import write_outputs
 from graphmem.evaluation.retrieval import RetrievalConfig, run_retrieval_eval, scope_for
 from graphmem.models import Scope

@@ -22,7 +22,8 @@ from typer.testing import CliRunner
 from graphmem.config import Settings
 from graphmem.evaluation.locomo import load_locomo
 from graphmem.evaluation.longmemeval import load_longmemeval
-from graphmem.evaluation.qa import QAConfig, run_qa_eval
+from graphmem.evaluation.qa import run_qa_eval
+from graphmem.evaluation.qa_systems import QAConfig
 from graphmem.evaluation.report import write_outputs
 from graphmem.models import Scope
 from graphmem.service import AsyncMemoryService

@@ -31,7 +31,8 @@ from graphmem.evaluation.links import (
     run_links_eval,
 )
 from graphmem.evaluation.locomo import load_locomo, note_id
-from graphmem.evaluation.qa import QAConfig, run_qa_eval
+from graphmem.evaluation.qa import run_qa_eval
+from graphmem.evaluation.qa_systems import QAConfig
 from graphmem.evaluation.report import write_outputs
 from graphmem.evaluation.retrieval import RetrievalConfig, run_retrieval_eval, scope_for
 from graphmem.models import FOLLOWS_REASON, Scope

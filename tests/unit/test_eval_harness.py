@@ -17,18 +17,14 @@ from graphmem.evaluation.full_context import conversation_text, fit_conversation
 from graphmem.evaluation.locomo import load_locomo
 from graphmem.evaluation.longmemeval import load_longmemeval, normalise_date
 from graphmem.evaluation.metrics import score_answer
-from graphmem.evaluation.qa import (
+from graphmem.evaluation.qa import select_questions, summarise_system
+from graphmem.evaluation.qa_answers import instructions_for, load_answers, needs_answer, rag_context
+from graphmem.evaluation.qa_systems import (
     QAConfig,
-    instructions_for,
     k_for_budget,
-    load_answers,
-    needs_answer,
     parse_baselines,
     parse_budgets,
-    rag_context,
     resolve_arms,
-    select_questions,
-    summarise_system,
     systems_for,
 )
 from graphmem.llm.prompts import answer_messages
@@ -282,12 +278,12 @@ def test_an_answer_rule_change_gives_every_system_new_keys(tmp_path: Path, monke
     """Answers given under another per-category rule (the temporal rule of 6 December) are asked again."""
     from importlib import resources
 
-    from graphmem.evaluation import qa
+    from graphmem.evaluation import qa_systems
 
     shipped = resources.files("graphmem.evaluation") / "prompts"
     for f in shipped.iterdir():
         (tmp_path / f.name).write_text(f.read_text(encoding="utf-8"), encoding="utf-8")
-    monkeypatch.setattr(qa.resources, "files", lambda package: _Pkg(tmp_path))
+    monkeypatch.setattr(qa_systems.resources, "files", lambda package: _Pkg(tmp_path))
     cfg = QAConfig(systems=("memory", "rag", "full-context", "memory-no-llm"))
 
     def keys() -> dict[str, str]:

@@ -17,12 +17,8 @@ from graphmem.evaluation.locomo import (
     select,
     turn_inputs,
 )
-from graphmem.evaluation.qa import (
-    NOT_MENTIONED,
-    QAConfig,
-    derive_tag,
-    instructions_for,
-)
+from graphmem.evaluation.qa_answers import NOT_MENTIONED, instructions_for
+from graphmem.evaluation.qa_systems import QAConfig, derive_tag
 from graphmem.service.text import parse_event_time
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "locomo_tiny.json"
@@ -156,7 +152,7 @@ def test_scope_tag_gives_each_scope_its_own_ids(convs: list) -> None:
 
 
 def test_a_letter_reply_to_the_two_options_is_scored_as_the_option_it_chose() -> None:
-    from graphmem.evaluation.qa import NOT_MENTIONED, cat5_options, chosen_option
+    from graphmem.evaluation.qa_answers import NOT_MENTIONED, cat5_options, chosen_option
 
     options = cat5_options(0, "conv-26", 7, "Running")
     assert sorted(options) == sorted([NOT_MENTIONED, "Running"])

@@ -43,7 +43,7 @@ async def test_one_chat_model_serves_every_role_unless_one_is_given() -> None:
 
 async def test_the_evaluation_judge_asks_the_answering_model() -> None:
     """The evaluation's answering model is the one without the prompt cache: its verdicts repeat."""
-    from graphmem.evaluation.qa import judge_answer
+    from graphmem.evaluation.qa_answers import judge_answer
 
     answers = ScriptedChatModel(lambda _: tool_reply("JudgeVerdict", {"reason": "same", "label": "CORRECT"}))
     svc = make(answer_model=answers)

@@ -346,7 +346,7 @@ def _qa_config(options: dict[str, Any], **fields: Any) -> Any:
     --baseline-only, its shared options (``options``: the command's parameters) and the dataset's
     own ``fields`` (one place for `eval locomo`, `longmemeval` and `beam`)."""
     from graphmem.errors import InvalidInputError
-    from graphmem.evaluation.qa import QAConfig, parse_baselines, parse_budgets, systems_for
+    from graphmem.evaluation.qa_systems import QAConfig, parse_baselines, parse_budgets, systems_for
 
     fields |= {name: options[name] for name in _SHARED_QA_OPTIONS}
     if fields.get("ingest_only") and fields.get("score_only"):
