@@ -1,6 +1,7 @@
 """Memory that changes over time (issue 28) on the real local model: a short conversation with two
 updates (a move, an instrument switch). Whatever the model answers, the rules hold: a supersession
-always goes from the newer note to the older, no note's content changes, nothing crosses scopes;
+always goes from the newer note to the older, no note's content, context or tags change (evolution by
+words only adds keywords), nothing crosses scopes;
 and the two updates of the conversation are found.
 
 Uses the local model server that `graphmem llm start` runs (the default 1.5B); skipped when none
@@ -62,9 +63,13 @@ async def test_two_updates_on_the_local_model(local_settings: Settings, scope: S
                     u=scope.user_id,
                 )
             }
-            for earlier in added[:-1]:  # no note changed by a later add's supersession
-                n = earlier.note
-                assert stored[n.id]["content"] == n.content and stored[n.id]["version"] == n.version
+            for earlier in added[:-1]:  # no note's words changed by a later add's supersession
+                n, now = earlier.note, stored[earlier.note.id]
+                assert (now["content"], now["context"], now["tags"]) == (n.content, n.context, n.tags)
+                # evolution by words (on by default) may lend a later add's keywords: they only grow,
+                # and only they give the note a new version
+                assert set(n.keywords) <= set(now["keywords"])
+                assert now["version"] == n.version or set(now["keywords"]) > set(n.keywords)
         ids = [a.note.id for a in added]
         pairs = {(ids.index(s.newer_id), ids.index(s.older_id)) for a in added for s in a.superseded}
         for a in added:
