@@ -245,6 +245,15 @@ class EvidencePair:
     cross_session: bool
 
 
+def turn_notes(records: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """Each stored turn's (dia id's) note: the first exported record with that source id."""
+    out: dict[str, str] = {}
+    for r in records:
+        if r.get("source_id"):
+            out.setdefault(r["source_id"], r["id"])
+    return out
+
+
 def stored_sessions(conv: Conversation, dia_ids: Iterable[str]) -> list[int]:
     """The sessions with at least one stored turn (what an ingest with ``--sessions`` stored)."""
     return sorted({s for d in dia_ids if (s := conv.session_of(d)) is not None})
@@ -680,10 +689,7 @@ async def run_links_eval(
         if not records:
             conv_info[conv.sample_id] = {"scope": str(scope), "notes": 0, "skipped": "no notes in this scope"}
             continue
-        dia_to_note: dict[str, str] = {}
-        for r in records:
-            if r.get("source_id"):
-                dia_to_note.setdefault(r["source_id"], r["id"])
+        dia_to_note = turn_notes(records)
         sessions = cfg.sessions or stored_sessions(conv, dia_to_note)
         expected = conv.dia_ids(sessions)
         info: dict[str, Any] = {

@@ -17,8 +17,9 @@ here are deterministic and read only the note:
 A sentence that fails a check is dropped and the reason reported; the sentences that pass stay.
 Keywords must be the note's own words. Tags may name a category the note does not say ("health" for
 a physiotherapist's advice), but not one taken from a refused sentence: "Tom: Eight mugs ..." got the
-context "Tom has been learning to make coffee" (refused) and the tag "coffee", which then reached search. A note is ``"Speaker: text"`` (LoCoMo, the demo, the
-LangChain plugin); without a speaker the owner and actor checks have nobody to resolve and pass.
+context "Tom has been learning to make coffee" (refused) and the tag "coffee", which then reached
+search. A note is ``"Speaker: text"`` (LoCoMo, the demo, the LangChain plugin); without a speaker the
+owner and actor checks have nobody to resolve and pass.
 """
 
 from __future__ import annotations

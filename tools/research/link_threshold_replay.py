@@ -25,6 +25,7 @@ from graphmem.evaluation.links import (
     link_edges,
     nearest_neighbour_edges,
     stored_sessions,
+    turn_notes,
 )
 from graphmem.evaluation.locomo import load_locomo
 from graphmem.evaluation.retrieval import scope_for
@@ -55,10 +56,8 @@ async def main(args: argparse.Namespace) -> None:
         for run in args.run:
             tag, sid = run.rsplit(":", 1)
             records = await svc.export_notes(scope_for(tag, sid))
-            note_of: dict[str, str] = {}
-            for r in records:
-                if r.get("source_id"):
-                    note_of.setdefault(r["source_id"], r["id"])
+            note_of = turn_notes(records)
+            ids = [r["id"] for r in records]
             sessions = stored_sessions(convs[sid], note_of)  # as `eval links` selects them
             stored = set(note_of) & convs[sid].dia_ids(sessions)
             pairs = evidence_pairs(convs[sid], stored, [1, 2, 3, 4], sessions)
@@ -67,7 +66,6 @@ async def main(args: argparse.Namespace) -> None:
                 kept = kept_at(records, t)
                 llm = link_edges(kept, turn=False)
                 nn = nearest_neighbour_edges(kept, llm)
-                ids = [r["id"] for r in records]
                 by_llm, by_nn = adjacency(ids, llm), adjacency(ids, nn)
                 j_llm = sum(joined(by_llm, note_of[p.a], note_of[p.b])[0] for p in pairs)
                 j_nn = sum(joined(by_nn, note_of[p.a], note_of[p.b])[0] for p in pairs)
