@@ -51,6 +51,7 @@ import numpy.typing as npt
 
 from graphmem.errors import InvalidInputError
 from graphmem.evaluation import Progress
+from graphmem.evaluation.compare import paired_bootstrap
 from graphmem.evaluation.locomo import CATEGORY_NAMES, Conversation
 from graphmem.evaluation.retrieval import RetrievalConfig, evaluate_conversation, merge, scope_for, summarise
 from graphmem.models import FOLLOWS_REASON, LinkType, Note, NoteVersion, Scope
@@ -646,24 +647,6 @@ async def build_arms(
     return info
 
 
-def paired_bootstrap(a: Sequence[float], b: Sequence[float], reps: int, seed: int) -> dict[str, float] | None:
-    """Mean of a - b over paired questions and its 95% percentile-bootstrap interval."""
-    if not a or len(a) != len(b):
-        return None
-    diff = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
-    rng = np.random.default_rng(seed)
-    means = (
-        diff[rng.integers(0, len(diff), size=(reps, len(diff)))].mean(axis=1)
-        if reps > 0
-        else diff[None, :].mean(axis=1)
-    )
-    return {
-        "mean": float(diff.mean()),
-        "ci95_low": float(np.percentile(means, 2.5)),
-        "ci95_high": float(np.percentile(means, 97.5)),
-    }
-
-
 # --- the run ----------------------------------------------------------------------------------------
 
 
@@ -792,8 +775,8 @@ def ablation_summary(parts: Mapping[str, list[Any]], mode: str, k: int, cfg: Lin
             str(cat): paired_bootstrap(
                 [x for x, c in zip(a.budget_recall, a.category, strict=True) if c == cat],
                 [x for x, c in zip(b.budget_recall, b.category, strict=True) if c == cat],
-                cfg.bootstrap,
-                cfg.seed,
+                reps=cfg.bootstrap,
+                seed=cfg.seed,
             )
             for cat in sorted(set(a.category))
         }
@@ -804,8 +787,12 @@ def ablation_summary(parts: Mapping[str, list[Any]], mode: str, k: int, cfg: Lin
             continue
         acc = m[mode][k]
         deltas[arm] = {
-            "full_minus_arm": paired_bootstrap(full.budget_recall, acc.budget_recall, cfg.bootstrap, cfg.seed),
-            "all_evidence_full_minus_arm": paired_bootstrap(full.budget_hit, acc.budget_hit, cfg.bootstrap, cfg.seed),
+            "full_minus_arm": paired_bootstrap(
+                full.budget_recall, acc.budget_recall, reps=cfg.bootstrap, seed=cfg.seed
+            ),
+            "all_evidence_full_minus_arm": paired_bootstrap(
+                full.budget_hit, acc.budget_hit, reps=cfg.bootstrap, seed=cfg.seed
+            ),
             "by_category": by_category(full, acc),
         }
     pairs: dict[str, Any] = {}
@@ -813,7 +800,9 @@ def ablation_summary(parts: Mapping[str, list[Any]], mode: str, k: int, cfg: Lin
         if a in merged and b in merged:
             x, y = merged[a][mode][k], merged[b][mode][k]
             pairs[f"{a} - {b}"] = {
-                "arm_minus_other": paired_bootstrap(x.budget_recall, y.budget_recall, cfg.bootstrap, cfg.seed),
+                "arm_minus_other": paired_bootstrap(
+                    x.budget_recall, y.budget_recall, reps=cfg.bootstrap, seed=cfg.seed
+                ),
                 "by_category": by_category(x, y),
             }
     return {

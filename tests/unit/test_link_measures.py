@@ -28,7 +28,6 @@ from graphmem.evaluation.links import (
     lend_link_words,
     link_edges,
     nearest_neighbour_edges,
-    paired_bootstrap,
     rewire,
     stored_sessions,
 )
@@ -284,14 +283,6 @@ def test_the_strongest_evolution_arm_keeps_only_what_each_add_evolved_through_it
     arm = {r["id"]: r for r in arm_records(no_d, "strongest-evolution", originals, histories)}
     assert (arm["ao-a"]["context"], arm["ao-a"]["tags"], arm["ao-a"]["version"]) == ("after b", ["t2"], 2)
     assert arm["ao-a"]["embedding"] == [1.0]
-
-
-def test_paired_bootstrap() -> None:
-    same = paired_bootstrap([0.5, 1.0, 0.0], [0.5, 1.0, 0.0], 200, 0)
-    assert same == {"mean": 0.0, "ci95_low": 0.0, "ci95_high": 0.0}
-    d = paired_bootstrap([1.0] * 50 + [0.0] * 50, [0.0] * 100, 500, 0)
-    assert d is not None and d["mean"] == 0.5 and d["ci95_low"] < 0.5 < d["ci95_high"]
-    assert paired_bootstrap([], [], 10, 0) is None
 
 
 def test_word_evolution_lends_a_note_its_lenders_own_keywords_along_llm_links_only() -> None:
