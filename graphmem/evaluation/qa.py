@@ -357,16 +357,25 @@ async def run_qa_eval(
     partial: dict[str, Any] | None = None
     if not cfg.ingest_only:
         # What this run must ask (a resumed run skips the rest): the bar whose rate and ETA mean something.
-        todo = sum(
-            needs_answer(done, arm.record_key(sid, q.index))
-            for sid, qs in questions.items()
-            for q in qs
+        keys = {
+            arm.system: [
+                arm.record_key(sid, q.index)
+                for sid, qs in questions.items()
+                for q in qs
+                if not (arm.kind in (MEMORY, MEMORY_ARM) and sid in incomplete)
+            ]
             for arm in arms
-            if not (arm.kind in (MEMORY, MEMORY_ARM) and sid in incomplete)
-        )
+        }
+        held = {key for ks in keys.values() for key in ks if not needs_answer(done, key)}
+        todo = len({key for ks in keys.values() for key in ks} - held)  # a key two systems share is asked once
         asked = 0
         warmed: set[str] = set()  # conversations whose full context the server has seen in this run
-        per_arm = dict.fromkeys((a.system for a in arms), 0)
+        # Each system's bar starts at the answers the file already holds and moves only when one is asked,
+        # so that its rate and ETA count this run's answers, not the resumed ones passed over.
+        per_arm = {system: sum(key in held for key in ks) for system, ks in keys.items()}
+        if progress is not None and not cfg.score_only:
+            for arm in arms:
+                progress(f"answer {arm.system}", per_arm[arm.system], n_questions)
         missing = dict.fromkeys((a.system for a in arms), 0)  # score only: answers not in the file yet
         with answers_path.open("a", encoding="utf-8") as sink:
             for conv in conversations:
@@ -407,10 +416,11 @@ async def run_qa_eval(
                             asked += 1
                             if progress is not None:
                                 progress("answers to ask in this run, all systems", asked, todo)
+                        if key not in held:  # asked in this run (by this system or one sharing its answers)
+                            per_arm[arm.system] += 1
+                            if progress is not None:
+                                progress(f"answer {arm.system}", per_arm[arm.system], n_questions)
                         records.append({**done[key], "system": arm.system})
-                        per_arm[arm.system] += 1
-                        if progress is not None:
-                            progress(f"answer {arm.system}", per_arm[arm.system], n_questions)
         if cfg.score_only:
             records, partial = _answered_by_all(records, [a.system for a in arms], missing, n_questions)
         if "full-context" in kinds:  # what the arm sent (and cut) per conversation, also for reused answers

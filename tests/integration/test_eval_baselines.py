@@ -136,12 +136,44 @@ async def test_memory_budgets_and_baselines_side_by_side(
 
     # Resume: nothing stored or answered again, except the failed answers, which are asked again
     calls, fc_calls = len(model.calls), len(fc_model.calls)
-    again = await run_qa_eval(svc, convs, cfg, tmp_path, full_context_svc=fc_svc)
+    bars: list[tuple[str, int, int]] = []
+    again = await run_qa_eval(
+        svc, convs, cfg, tmp_path, full_context_svc=fc_svc, progress=lambda *update: bars.append(update)
+    )
+    # a system's bar starts at the answers held and moves once per answer asked (its rate is this run's)
+    assert [(done, total) for label, done, total in bars if label == "answer full-context"] == [
+        (n, 14) for n in range(9, 15)
+    ]
+    assert [done for label, done, _ in bars if label == "answer memory"] == [14]
+    assert [(done, total) for label, done, total in bars if label.startswith("answers to ask")] == [
+        (n, 5) for n in range(1, 6)
+    ]
     assert len(model.calls) == calls
     assert len(fc_model.calls) - fc_calls == 5
     assert again["ingest"]["tiny-1"]["added"] == 0 and again["ingest_raw"]["tiny-1"]["added"] == 0
     assert again["systems"]["memory"]["overall"] == result["systems"]["memory"]["overall"]
     assert again["systems"]["full-context"]["cost"]["overall"]["failed"] == 5  # still refused, still not scored
+
+
+@aio
+async def test_systems_sharing_answers_ask_once_and_both_bars_finish(
+    make_service: Any, cleanup: list[Scope], tmp_path: Path
+) -> None:
+    svc, model = await make_service(amem_responder(answer="Pixel"))
+    tag = _tag()
+    cleanup.extend(_scopes("locomo", [tag], ["tiny-1", "tiny-2"]))
+    budget = svc.settings.context_token_budget  # memory@<the default budget> is the memory itself
+    cfg = QAConfig(tag=tag, systems=("memory", f"memory@{budget}"), bootstrap=50)
+    bars: list[tuple[str, int, int]] = []
+    await run_qa_eval(svc, load_locomo(LOCOMO), cfg, tmp_path, progress=lambda *update: bars.append(update))
+
+    answers = (tmp_path / "answers.jsonl").read_text().splitlines()
+    assert len(answers) == 14  # one answer per question, shared by both systems
+    assert sum(step_of(m) == "answer" for m in model.calls) == 14
+    assert [(d, t) for label, d, t in bars if label.startswith("answers to ask")][-1] == (14, 14)
+    for system in ("memory", f"memory@{budget}"):
+        got = [done for label, done, _ in bars if label == f"answer {system}"]
+        assert got == list(range(15)), system  # from 0 (nothing held) to every question
 
 
 @aio
