@@ -35,6 +35,11 @@ CONFIGS = [  # (name, nearest judged, word candidates): pairs of equal cost side
     ("nearest-2+words-1", 2, 1),
     ("nearest-4", 4, 0),
     ("nearest-2+words-2", 2, 2),
+    ("nearest-1+words-2", 1, 2),  # the default since 7 December
+    ("words-2", 0, 2),
+    ("words-3", 0, 3),
+    ("nearest-1+words-3", 1, 3),
+    ("words-4", 0, 4),
 ]
 
 
