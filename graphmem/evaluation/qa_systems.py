@@ -18,7 +18,7 @@ from graphmem.evaluation.links import ARMS as LINKS_ARMS
 from graphmem.evaluation.links import arm_tag
 from graphmem.evaluation.locomo import CATEGORY_NAMES
 from graphmem.models import LIMITS, TEXT_FIELDS
-from graphmem.service import AsyncMemoryService
+from graphmem.service import AsyncMemoryService, answer_prompt_digest
 
 Cat5Prompt = Literal["options", "open"]
 
@@ -188,12 +188,19 @@ def _hash(parts: Sequence[Any]) -> str:
     return hashlib.sha256(json.dumps(list(parts), default=str).encode()).hexdigest()[:10]
 
 
+# The answer prompt (system text and template) every stored answer so far was given under; see below.
+ANSWER_PROMPT_V1 = "dfe3840443"
+
+
 def answer_rules_digest() -> str:
-    """The per-category answer rules' text (``prompts/answer_*.txt``) in every answer's key: an
-    answer given under other rules is asked again, never mixed into a resumed run's scores."""
+    """The per-category answer rules' text (``prompts/answer_*.txt``) and the answer prompt in every
+    answer's key: an answer given under other rules or another prompt is asked again, never mixed into
+    a resumed run's scores. The prompt joins the digest only once it differs from the one every answer
+    before it was given under, so that those answers keep their keys."""
     folder = resources.files("graphmem.evaluation") / "prompts"
     rules = sorted((f.name, f.read_text(encoding="utf-8")) for f in folder.iterdir() if f.name.startswith("answer_"))
-    return _hash(rules)[:8]
+    prompt = answer_prompt_digest()
+    return _hash(rules if prompt == ANSWER_PROMPT_V1 else [*rules, prompt])[:8]
 
 
 def _memory_key(settings: Settings, tag: str, mode: Any, k: int, budget: int, cfg: QAConfig) -> str:

@@ -3,7 +3,7 @@ blocking facade ``MemoryService``. This package face is the core's public API fo
 (``graphmem.local``, ``graphmem.evaluation``)."""
 
 from graphmem.models import NoteInput, SearchFilters, SearchMode
-from graphmem.service.answer_context import Context, build_context
+from graphmem.service.answer_context import Context, answer_prompt_digest, build_context
 from graphmem.service.chat_model import OnFirstUse
 from graphmem.service.grounding import sentence_refusal, sentences, speaker_of
 from graphmem.service.linking.plan import LENT_KEYWORDS_MAX, lent_keywords
@@ -23,6 +23,7 @@ __all__ = [
     "Progress",
     "SearchFilters",
     "SearchMode",
+    "answer_prompt_digest",
     "build_context",
     "content_words",
     "copies",

@@ -8,11 +8,14 @@ order also lets the model read a sequence of events as one.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from graphmem.llm.prompts import answer_messages
 from graphmem.models import Note, SearchHit
 from graphmem.tokens import count_tokens
 
@@ -113,3 +116,11 @@ def build_context(
         text = render([notes[i] for i in chosen], marks, with_context=with_context)
         tokens = count(text)
     return Context(text=text, used=chosen, tokens=tokens)
+
+
+def answer_prompt_digest() -> str:
+    """A digest of the answer prompt ``ask`` sends (system text and message template, the parts as
+    placeholders): evaluations key stored answers by it, so that a changed prompt asks them again."""
+    messages = answer_messages("{question}", "{notes}", "{rules}")
+    text = json.dumps([[type(m).__name__, m.content] for m in messages])
+    return hashlib.sha256(text.encode()).hexdigest()[:10]

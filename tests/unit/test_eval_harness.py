@@ -29,6 +29,7 @@ from graphmem.evaluation.qa_systems import (
 )
 from graphmem.llm.prompts import answer_messages
 from graphmem.models import Note, Scope
+from graphmem.service import answer_prompt_digest
 from graphmem.tokens import count_tokens
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -293,6 +294,25 @@ def test_an_answer_rule_change_gives_every_system_new_keys(tmp_path: Path, monke
     (tmp_path / "judge.txt").write_text("another judge", encoding="utf-8")
     assert keys() == before  # the judge does not answer
     (tmp_path / "answer_temporal.txt").write_text("Answer with a date.", encoding="utf-8")
+    after = keys()
+    assert all(after[s] != before[s] for s in before), (before, after)
+
+
+def test_an_answer_prompt_change_gives_every_system_new_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The answer prompt (system text, template) is in the key too; the shipped one keeps the keys of
+    the answers given before it was (they were all given under it)."""
+    from graphmem.evaluation import qa_systems
+    from graphmem.llm import prompts
+
+    cfg = QAConfig(systems=("memory", "rag", "full-context", "memory-no-llm"))
+
+    def keys() -> dict[str, str]:
+        return {a.system: a.key for a in resolve_arms(Settings(), cfg, "t", "raw")}
+
+    assert answer_prompt_digest() == qa_systems.ANSWER_PROMPT_V1
+    before = keys()
+    monkeypatch.setattr(prompts, "ANSWER_SYSTEM", prompts.ANSWER_SYSTEM + " Infer what is likely.")
+    assert answer_prompt_digest() != qa_systems.ANSWER_PROMPT_V1
     after = keys()
     assert all(after[s] != before[s] for s in before), (before, after)
 
