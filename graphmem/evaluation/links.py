@@ -274,6 +274,15 @@ def evidence_pairs(
     return out
 
 
+def stored_evidence_pairs(
+    conv: Conversation, note_of: Mapping[str, str], categories: Iterable[int], sessions: Sequence[int] | None = None
+) -> list[EvidencePair]:
+    """The evidence pairs among the stored turns (``note_of``: turn -> note), of ``sessions`` or else of
+    every session with a stored turn: what ``eval links`` counts, and the replays of its ingests."""
+    sessions = list(sessions) if sessions else stored_sessions(conv, note_of)
+    return evidence_pairs(conv, set(note_of) & conv.dia_ids(sessions), categories, sessions)
+
+
 def subsets(pairs: Sequence[EvidencePair]) -> dict[str, list[int]]:
     """Pair indices per reported subset: all, same / cross session, each category."""
     out: dict[str, list[int]] = {"all": list(range(len(pairs)))}
@@ -693,7 +702,7 @@ async def run_links_eval(
                     llm=llm,
                     turn=link_edges(records, turn=True),
                     knn=nearest_neighbour_edges(records, llm),
-                    pairs=evidence_pairs(conv, set(dia_to_note) & expected, cfg.categories, sessions),
+                    pairs=stored_evidence_pairs(conv, dia_to_note, cfg.categories, sessions),
                 )
             )
         if cfg.ablation:

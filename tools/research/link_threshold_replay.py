@@ -19,12 +19,11 @@ from typing import Any
 from graphmem.config import get_settings
 from graphmem.evaluation.links import (
     adjacency,
-    evidence_pairs,
     is_turn_link,
     joined,
     link_edges,
     nearest_neighbour_edges,
-    stored_sessions,
+    stored_evidence_pairs,
     turn_notes,
 )
 from graphmem.evaluation.locomo import load_locomo
@@ -58,9 +57,7 @@ async def main(args: argparse.Namespace) -> None:
             records = await svc.export_notes(scope_for(tag, sid))
             note_of = turn_notes(records)
             ids = [r["id"] for r in records]
-            sessions = stored_sessions(convs[sid], note_of)  # as `eval links` selects them
-            stored = set(note_of) & convs[sid].dia_ids(sessions)
-            pairs = evidence_pairs(convs[sid], stored, [1, 2, 3, 4], sessions)
+            pairs = stored_evidence_pairs(convs[sid], note_of, [1, 2, 3, 4])  # as `eval links` selects them
             print(f"{sid}: {len(records)} notes, {len(pairs)} evidence pairs")
             for t in THRESHOLDS:
                 kept = kept_at(records, t)

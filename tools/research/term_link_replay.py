@@ -25,11 +25,10 @@ from graphmem.evaluation.links import (
     Edge,
     adjacency,
     edge,
-    evidence_pairs,
     joined,
     link_edges,
     nearest_neighbour_edges,
-    stored_sessions,
+    stored_evidence_pairs,
     turn_notes,
 )
 from graphmem.evaluation.locomo import load_locomo
@@ -82,9 +81,7 @@ async def main(args: argparse.Namespace) -> None:
             records = await svc.export_notes(scope_for(tag, sid))
             note_of = turn_notes(records)
             ids = [r["id"] for r in records]
-            sessions = stored_sessions(convs[sid], note_of)
-            stored = set(note_of) & convs[sid].dia_ids(sessions)
-            pairs = evidence_pairs(convs[sid], stored, [1, 2, 3, 4], sessions)
+            pairs = stored_evidence_pairs(convs[sid], note_of, [1, 2, 3, 4])  # as `eval links` selects them
 
             hits = functools.partial(joined_pairs, ids, pairs=pairs, note_of=note_of)
             llm = link_edges(records, turn=False)
