@@ -190,6 +190,12 @@ class Settings(BaseSettings):
     answer_links_per_hit: int | None = Field(
         0, ge=0, le=50, description="linked notes per hit in `ask`'s context (unset: links_per_hit)"
     )
+    # What the hits leave of the budget goes to their linked notes (in a conversation, the turns before and
+    # after a hit): budgeted recall +0.032 [+0.012, +0.052] on three whole LoCoMo conversations, held out on
+    # two more (docs/evaluation.md, "Linked notes after the hits").
+    answer_fill_links_per_hit: int = Field(
+        2, ge=0, le=50, description="linked notes per hit that fill what `ask`'s budget leaves after its hits (0: none)"
+    )
     # A pool that does not depend on k makes the results for different k nest (budget recall monotone).
     search_pool: int = Field(
         40, ge=1, le=1000, description="links/hybrid: vector candidates ranked before the cut (full-text: half)"

@@ -742,6 +742,7 @@ async def run_links_eval(
             "context_token_budget": cfg.token_budget or s.context_token_budget,
             "links_per_hit": s.links_per_hit,
             "answer_links_per_hit": s.resolved_answer_links_per_hit,
+            "answer_fill_links_per_hit": s.answer_fill_links_per_hit,
             "embed_text_variant": s.embed_text_variant,
             "answer_shows_context": s.answer_shows_context,
             "embedder": s.embedder,

@@ -477,6 +477,7 @@ async def run_qa_eval(
         "context_token_budget": cfg.token_budget or st.context_token_budget,
         "links_per_hit": st.links_per_hit,
         "answer_links_per_hit": st.resolved_answer_links_per_hit,
+        "answer_fill_links_per_hit": st.answer_fill_links_per_hit,
         "enable_enrichment": st.enable_enrichment,
         "enable_links": st.enable_links,
         "enable_evolution": st.evolution_enabled,

@@ -490,7 +490,9 @@ def links_markdown(result: dict[str, Any]) -> str:
             (
                 f"Recall@{k} within the ask budget ({c['context_token_budget']} tokens): the evidence in the context "
                 f"`ask` gives the answer model (search `{ab['mode']}`, k={k}, "
-                f"{c.get('answer_links_per_hit', c['links_per_hit'])} linked notes per hit; a superseded note kept, "
+                f"{c.get('answer_links_per_hit', c['links_per_hit'])} linked notes per hit, "
+                f"{c.get('answer_fill_links_per_hit', 0)} per hit after the hits while the budget holds; "
+                "a superseded note kept, "
                 f"marked, beside its current one), on the same {ab['questions']} questions; arms built from the "
                 "ingested scopes by export and import (`no-links`: LLM links dropped, turn links kept; "
                 "`no-evolution`: evolved notes back to their values before their first evolution, re-embedded; "

@@ -342,6 +342,7 @@ async def run_retrieval_eval(
             "embedder": s.embedder,
             "links_per_hit": s.links_per_hit,
             "answer_links_per_hit": s.resolved_answer_links_per_hit,
+            "answer_fill_links_per_hit": s.answer_fill_links_per_hit,
             "over_fetch_ratio": s.over_fetch_ratio,
             "context_token_budget": cfg.token_budget or s.context_token_budget,
             "default_mode": default_mode,

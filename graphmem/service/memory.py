@@ -63,7 +63,7 @@ from graphmem.models.timeline import ConsolidationResult, Synthesis
 from graphmem.ports import HistoryStore, ItemStore, NoteStore
 from graphmem.service import bulk, ingest, retrieve, transfer, updates, versions
 from graphmem.service.add_steps import AddSteps
-from graphmem.service.answer_context import AskContext, build_context
+from graphmem.service.answer_context import AskContext, build_context, hits_before_links
 from graphmem.service.chat_model import ChatModelSlot, ChatModelSource
 from graphmem.service.items import ItemService
 from graphmem.service.linking import MAX_REASON_CHARS, LinkDecider, decider_for
@@ -725,6 +725,7 @@ class AsyncMemoryService:
         default = self.settings.enable_supersession and not history and as_of is None
         asked = updates.asks_about(question) if default else None
         both = default and asked != "now"
+        fill = self.settings.answer_fill_links_per_hit
         hits = await self.search(
             question,
             scope,
@@ -735,8 +736,10 @@ class AsyncMemoryService:
             query_embedding=query_embedding,
             history=history or both,
             as_of=as_of,
-            links_per_hit=self.settings.resolved_answer_links_per_hit,
+            links_per_hit=max(self.settings.resolved_answer_links_per_hit, fill),
         )
+        if fill:
+            hits = hits_before_links(hits)
         if both:
             hits = await updates.with_current(self.store, hits, scope)
         marks = updates.context_marks(hits, with_history=asked != "now")  # current / superseded / clash lines

@@ -109,6 +109,36 @@ async def test_search_brings_the_turns_around_a_hit_and_ask_writes_them_dated(ma
     assert res.answer == "salmon" and {h.note.id for h in res.notes} == set(found)
 
 
+async def test_ask_fills_what_the_budget_leaves_with_the_hits_linked_turns(make_service: Any, scope: Scope) -> None:
+    # The default: ask's hits first, in rank order; the turns linked to them only after every hit, and only
+    # as far as the budget holds (answer_fill_links_per_hit).
+    svc, _ = await make_service(amem_responder(answer="salmon"), enable_enrichment=False, search_mode="hybrid")
+    assert svc.settings.answer_fill_links_per_hit == 2 and svc.settings.answer_links_per_hit == 0
+    await svc.add_many(
+        [
+            NoteInput(content=t, note_id=f"t{i}", event_time=w, follows=f"t{i - 1}" if i else None)
+            for i, (t, w) in enumerate(TURNS)
+        ]
+        + [NoteInput(content=f"Ben: filler remark number {i} about football.", note_id=f"f{i}") for i in range(12)],
+        scope,
+    )
+    hits = await svc.search("What does Pixel eat?", scope, k=2, links_per_hit=0)
+    assert hits[0].note.id == "t1"
+    roomy = await svc.ask_context("What does Pixel eat?", scope, k=2, token_budget=1000)
+    got = [h.note.id for h in roomy.hits]
+    assert got[:2] == [h.note.id for h in hits]  # the two hits first, as the search ranked them
+    assert "t2" in got[2:] and all("link" in h.found_by for h in roomy.hits[2:])  # then their linked turns
+    # under any budget a linked turn only follows every hit: it never takes a hit's place
+    for budget in range(50, roomy.tokens + 1, 5):
+        packed = await svc.ask_context("What does Pixel eat?", scope, k=2, token_budget=budget)
+        ids = [h.note.id for h in packed.hits]
+        assert ids == [i for i in got if i in ids], (budget, ids)  # the roomy context's order
+        if any(h.found_by == ["link"] for h in packed.hits):
+            assert ids[:2] == got[:2], (budget, ids)
+    off, _ = await make_service(amem_responder(answer="salmon"), enable_enrichment=False, answer_fill_links_per_hit=0)
+    assert [h.note.id for h in (await off.ask_context("What does Pixel eat?", scope, k=2)).hits] == got[:2]
+
+
 async def test_ask_keeps_the_context_within_the_budget(make_service: Any, scope: Scope) -> None:
     svc, _ = await make_service(amem_responder(answer="ok"), enable_enrichment=False)
     await svc.add_many(

@@ -430,9 +430,12 @@ async def test_ask_leaves_the_llm_context_out_when_told(make_service: Any, scope
 
 
 async def test_ask_can_leave_the_linked_notes_out_of_its_context(make_service: Any, scope: Scope) -> None:
-    # The search keeps its links; the answer context brings as many per hit as answer_links_per_hit.
+    # The search keeps its links; the answer context brings as many per hit as answer_links_per_hit (and, to
+    # fill what the budget leaves, answer_fill_links_per_hit: off here).
     for per_hit in (None, 0):
-        svc, _ = await make_service(amem_responder(answer="a car"), answer_links_per_hit=per_hit)
+        svc, _ = await make_service(
+            amem_responder(answer="a car"), answer_links_per_hit=per_hit, answer_fill_links_per_hit=0
+        )
         await svc.add(f"Evan bought a vintage red convertible car ({per_hit}).", scope)
         await svc.add(f"Evan drove his convertible to the coast on the weekend ({per_hit}).", scope)
         await svc.add(f"The weather in Oslo was cold and snowy ({per_hit}).", scope)

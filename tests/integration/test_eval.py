@@ -106,7 +106,7 @@ async def test_conversation_turns_follow_each_other_and_expand_one_hop(make_serv
 @aio
 async def test_the_budgeted_measures_follow_what_ask_packs(make_service: Any, cleanup: list[Scope]) -> None:
     # ask's context without linked notes: the search still brings them, the budget measures do not.
-    svc, _ = await make_service(answer_links_per_hit=0)
+    svc, _ = await make_service(answer_links_per_hit=0, answer_fill_links_per_hit=0)
     convs = load_locomo(FIXTURE)[:1]
     tag = _tag()
     cleanup.append(scope_for(tag, "tiny-1"))

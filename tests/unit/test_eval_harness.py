@@ -572,8 +572,12 @@ def test_answers_from_a_context_without_links_have_keys_of_their_own() -> None:
     def key(**kw: object) -> str:
         return resolve_arms(Settings(**kw), cfg, "t", "raw")[0].key  # type: ignore[arg-type]
 
-    old = key(answer_links_per_hit=None)  # the key answers given before the setting was added keep
-    assert len({old, key(), key(answer_links_per_hit=3), key(links_per_hit=0)}) == 4
+    old = key(answer_links_per_hit=None, answer_fill_links_per_hit=0)  # answers given before both settings
+    fill = key(answer_links_per_hit=None)
+    assert (
+        len({old, fill, key(), key(answer_links_per_hit=3), key(links_per_hit=0), key(answer_fill_links_per_hit=0)})
+        == 6
+    )
     assert resolve_arms(Settings(), cfg, "t", "raw")[0].k == Settings().answer_k  # the hits ask packs
 
 
