@@ -18,9 +18,9 @@ import asyncio
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+from recall_table import recall_lines
 
 from graphmem.config import get_settings
-from graphmem.evaluation.compare import paired_bootstrap
 from graphmem.evaluation.locomo import load_locomo
 from graphmem.evaluation.retrieval import scope_for
 from graphmem.models import SearchHit
@@ -28,7 +28,6 @@ from graphmem.service import AsyncMemoryService
 from graphmem.service.answer_context import build_context
 
 LAMBDAS = (1.0, 0.9, 0.8, 0.7, 0.6, 0.5)
-CATEGORIES = {"1-4": (1, 2, 3, 4), "1 multi-hop": (1,), "2 temporal": (2,), "3 open domain": (3,), "4 single hop": (4,)}
 
 
 def mmr(hits: Sequence[SearchHit], vectors: Mapping[str, Sequence[float]], lam: float, k: int) -> list[SearchHit]:
@@ -72,16 +71,8 @@ async def main(args: argparse.Namespace) -> None:
                     recall[lam] = len(evidence & {chosen[i].note.source_id for i in ctx.used}) / len(evidence)
                 rows.append((q.category, recall))
     print(f"pool {args.pool}, k {settings.answer_k}, budget {settings.context_token_budget}; {len(rows)} questions")
-    for name, cats in CATEGORIES.items():
-        sel = [r for c, r in rows if c in cats]
-        cells = []
-        for lam in LAMBDAS:
-            mean = sum(r[lam] for r in sel) / len(sel)
-            complete = sum(r[lam] == 1.0 for r in sel)
-            d = paired_bootstrap([r[lam] for r in sel], [r[1.0] for r in sel])
-            diff = "" if lam == 1.0 or d is None else f" {d['mean']:+.3f} [{d['ci95_low']:+.3f}, {d['ci95_high']:+.3f}]"
-            cells.append(f"{lam}: {mean:.3f}{diff}, complete {complete}")
-        print(f"{name:13s} n={len(sel):3d} | " + " | ".join(cells))
+    for line in recall_lines(rows, LAMBDAS, 1.0, lambda lam: f"{lam}:"):
+        print(line)
 
 
 if __name__ == "__main__":

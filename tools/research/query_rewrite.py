@@ -19,9 +19,9 @@ import json
 from pathlib import Path
 
 from langchain_core.messages import HumanMessage, SystemMessage
+from recall_table import recall_lines
 
 from graphmem.config import get_settings
-from graphmem.evaluation.compare import paired_bootstrap
 from graphmem.evaluation.locomo import load_locomo
 from graphmem.evaluation.retrieval import scope_for
 from graphmem.models import Usage
@@ -33,7 +33,6 @@ REWRITE = (
     "and activities the answer is about, and other words the chat may use for them."
 )
 QUERIES = ("question", "keywords", "question + keywords")
-GROUPS = {"1-4": (1, 2, 3, 4), "1 multi-hop": (1,), "2 temporal": (2,), "3 open domain": (3,), "4 single hop": (4,)}
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -68,20 +67,8 @@ async def main(args: argparse.Namespace) -> None:
                         recall[name] = len(evidence & {h.note.source_id for h in ctx.hits}) / len(evidence)
                     rows.append((q.category, recall))
     print(f"{len(rows)} questions; budgeted recall of ask's context (complete: every evidence turn in it)")
-    for group, cats in GROUPS.items():
-        sel = [r for c, r in rows if c in cats]
-        cells = []
-        for name in QUERIES:
-            mean = sum(r[name] for r in sel) / len(sel)
-            complete = sum(r[name] == 1.0 for r in sel)
-            d = paired_bootstrap([r[name] for r in sel], [r["question"] for r in sel])
-            diff = (
-                ""
-                if name == "question" or d is None
-                else f" {d['mean']:+.3f} [{d['ci95_low']:+.3f}, {d['ci95_high']:+.3f}]"
-            )
-            cells.append(f"{name} {mean:.3f}{diff}, complete {complete}")
-        print(f"{group:13s} n={len(sel):3d} | " + " | ".join(cells))
+    for line in recall_lines(rows, QUERIES, "question", str):
+        print(line)
 
 
 if __name__ == "__main__":
