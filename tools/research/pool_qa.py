@@ -10,7 +10,9 @@ numbers only (no LoCoMo text).
     python tools/research/pool_qa.py c41/qa.json=conv-41 c42/qa.json=conv-42 \\
         [--systems memory,memory-no-llm,rag,full-context]
 
-``=SAMPLE[,SAMPLE]`` keeps those conversations of a run (an answers file may hold others' answers).
+``=SAMPLE[,SAMPLE]`` keeps those conversations of a run (an answers file may hold others' answers);
+``#LABEL`` names its systems ``SYSTEM/LABEL``, so two runs of one system under other settings pair
+(``c41/fill/qa.json=conv-41#fill c41/qa.json=conv-41`` gives ``memory/fill - memory``).
 """
 
 from __future__ import annotations
@@ -59,9 +61,10 @@ def scored(qa_json: Path, samples: set[str] | None = None) -> dict[str, dict[tup
 def main(args: argparse.Namespace) -> None:
     pooled: dict[str, dict[tuple[str, int], tuple[int, float]]] = defaultdict(dict)
     for arg in args.qa_json:
+        arg, _, label = arg.partition("#")
         path, _, wanted = arg.partition("=")
         for system, rows in scored(Path(path), set(filter(None, wanted.split(",")))).items():
-            pooled[system].update(rows)
+            pooled[f"{system}/{label}" if label else system].update(rows)
     systems = [s for s in (args.systems.split(",") if args.systems else pooled) if s in pooled]
     groups = {"1-4": CATEGORIES, **{f"{c} {CATEGORY_NAMES[c]}": (c,) for c in CATEGORIES}}
     print("| system | " + " | ".join(f"{g} (n)" for g in groups) + " |")
@@ -88,6 +91,6 @@ def main(args: argparse.Namespace) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("qa_json", nargs="+", help="qa.json of each run, optionally =SAMPLE[,SAMPLE]")
+    parser.add_argument("qa_json", nargs="+", help="qa.json of each run, optionally =SAMPLE[,SAMPLE] and #LABEL")
     parser.add_argument("--systems", default="", help="comma-separated, in this order (default: all)")
     main(parser.parse_args())
