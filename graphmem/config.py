@@ -191,8 +191,8 @@ class Settings(BaseSettings):
         0, ge=0, le=50, description="linked notes per hit in `ask`'s context (unset: links_per_hit)"
     )
     # What the hits leave of the budget goes to their linked notes (in a conversation, the turns before and
-    # after a hit): budgeted recall +0.062 [+0.038, +0.088] held out on two whole LoCoMo conversations,
-    # +0.039 [+0.019, +0.060] on the three it was found on (docs/evaluation.md, "Linked notes after the hits").
+    # after a hit): budgeted recall +0.058 [+0.036, +0.082] held out on two whole LoCoMo conversations,
+    # +0.025 [+0.013, +0.040] on the three it was found on (docs/evaluation.md, "Linked notes after the hits").
     answer_fill_links_per_hit: int = Field(
         2, ge=0, le=50, description="linked notes per hit that fill what `ask`'s budget leaves after its hits (0: none)"
     )

@@ -222,8 +222,9 @@ def _memory_key(settings: Settings, tag: str, mode: Any, k: int, budget: int, cf
             # Appended only when off, so that answers written before the setting existed keep their keys.
             *([] if settings.answer_shows_context else ["answer-content-only"]),
             *([] if settings.answer_links_per_hit is None else [f"answer-links-{settings.answer_links_per_hit}"]),
-            # Appended only when on (the default since 7 December, night), likewise.
-            *([f"answer-fill-{settings.answer_fill_links_per_hit}"] if settings.answer_fill_links_per_hit else []),
+            # Appended only when on (the default since 7 December, night), likewise. "answer-fill-N" keyed the
+            # first fill, whose linked notes the search could rank among the hits (displacing some).
+            *([f"answer-fill-after-{n}"] if (n := settings.answer_fill_links_per_hit) else []),
             # Appended unless search reads every field (the default until 7 December), likewise.
             *([] if settings.search_fields == TEXT_FIELDS else [f"search-text-{settings.search_text_fields}"]),
             answer_rules_digest(),

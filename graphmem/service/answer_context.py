@@ -118,13 +118,6 @@ def build_context(
     return Context(text=text, used=chosen, tokens=tokens)
 
 
-def hits_before_links(hits: Sequence[SearchHit]) -> list[SearchHit]:
-    """The search's own hits in rank order, then the notes it reached only through a link (in the order
-    it ranked them): packed this way, linked notes take only what the budget leaves after the hits."""
-    own = [h for h in hits if h.found_by != ["link"]]
-    return own + [h for h in hits if h.found_by == ["link"]]
-
-
 def answer_prompt_digest() -> str:
     """A digest of the answer prompt ``ask`` sends (system text and message template, the parts as
     placeholders): evaluations key stored answers by it, so that a changed prompt asks them again."""

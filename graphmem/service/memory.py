@@ -63,7 +63,7 @@ from graphmem.models.timeline import ConsolidationResult, Synthesis
 from graphmem.ports import HistoryStore, ItemStore, NoteStore
 from graphmem.service import bulk, ingest, retrieve, transfer, updates, versions
 from graphmem.service.add_steps import AddSteps
-from graphmem.service.answer_context import AskContext, build_context, hits_before_links
+from graphmem.service.answer_context import AskContext, build_context
 from graphmem.service.chat_model import ChatModelSlot, ChatModelSource
 from graphmem.service.items import ItemService
 from graphmem.service.linking import MAX_REASON_CHARS, LinkDecider, decider_for
@@ -736,12 +736,19 @@ class AsyncMemoryService:
             query_embedding=query_embedding,
             history=history or both,
             as_of=as_of,
-            links_per_hit=max(self.settings.resolved_answer_links_per_hit, fill),
+            links_per_hit=self.settings.resolved_answer_links_per_hit,
         )
-        if fill:
-            hits = hits_before_links(hits)
         if both:
             hits = await updates.with_current(self.store, hits, scope)
+        if fill:  # the hits' linked notes after every hit, never among them: they take what the hits leave
+            async with self._reads:
+                extra = await retrieve.linked_after(self.store, hits, scope, fill)
+                if self.settings.enable_supersession or history or both or as_of is not None:
+                    extra = await updates.annotate(
+                        self.store, extra, scope, history=history or both, as_of=_moment(as_of)
+                    )
+            held = {h.note.id for h in hits}
+            hits = [*hits, *(h for h in extra if h.note.id not in held)]
         marks = updates.context_marks(hits, with_history=asked != "now")  # current / superseded / clash lines
         ctx = build_context(
             [h.note for h in hits],

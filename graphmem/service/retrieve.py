@@ -106,6 +106,28 @@ def rank_with_links(
     return [h for h in ordered if key(h) < stop]
 
 
+async def linked_after(
+    store: NoteStore, hits: Sequence[SearchHit], scope: Scope, per_hit: int, *, link_weight: float = LINK_WEIGHT
+) -> list[SearchHit]:
+    """The notes linked to ``hits`` that are not hits themselves, up to ``per_hit`` per hit (its strongest
+    links), in the hits' order: what ``ask`` packs after every hit. Unlike ``rank_with_links`` they never
+    compete with the hits, so a linked note the search also found lower down cannot take a hit's place."""
+    ids = [h.note.id for h in hits]
+    rank: dict[str, int] = {}
+    for i, note_id in enumerate(ids):
+        rank.setdefault(note_id, i)
+    linked = await store.expand_links(ids, scope, per_hit, exclude_ids=ids)
+    out: dict[str, SearchHit] = {}
+    # sorted() is stable: within a hit the query's order (strongest link first) stands
+    for ln in sorted((ln for ln in linked if ln.from_id in rank), key=lambda ln: rank[ln.from_id]):
+        if ln.note.id in out:
+            out[ln.note.id].linked_via.append(ln.via)
+            continue
+        score = hits[rank[ln.from_id]].score * ln.via.strength * link_weight
+        out[ln.note.id] = SearchHit(note=ln.note, score=score, found_by=["link"], linked_via=[ln.via])
+    return list(out.values())
+
+
 async def retrieve(
     store: NoteStore,
     query: str,

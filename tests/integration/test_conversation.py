@@ -119,11 +119,15 @@ async def test_ask_fills_what_the_budget_leaves_with_the_hits_linked_turns(make_
             NoteInput(content=t, note_id=f"t{i}", event_time=w, follows=f"t{i - 1}" if i else None)
             for i, (t, w) in enumerate(TURNS)
         ]
-        + [NoteInput(content=f"Ben: filler remark number {i} about football.", note_id=f"f{i}") for i in range(12)],
+        + [NoteInput(content=f"Ben: filler remark number {i} about football.", note_id=f"f{i}") for i in range(12)]
+        # a second hit that is not a turn of Pixel's: the turns around t1 rank below it, found by the vector too
+        + [NoteInput(content="Cara: what do kittens eat?", note_id="c")],
         scope,
     )
     hits = await svc.search("What does Pixel eat?", scope, k=2, links_per_hit=0)
-    assert hits[0].note.id == "t1"
+    assert [h.note.id for h in hits] == ["t1", "c"]
+    lower = await svc.search("What does Pixel eat?", scope, k=10, links_per_hit=0)
+    assert {"t0", "t2"} <= {h.note.id for h in lower[2:]}  # the linked turns are search hits further down
     roomy = await svc.ask_context("What does Pixel eat?", scope, k=2, token_budget=1000)
     got = [h.note.id for h in roomy.hits]
     assert got[:2] == [h.note.id for h in hits]  # the two hits first, as the search ranked them

@@ -159,6 +159,8 @@ async def test_a_move_supersedes_the_old_home_and_changes_no_note(make_service: 
     assert "- Ann: I live in Lyon with my cat." in prompt and "[SUPERSEDED since 1 June 2024" in prompt
     kept = [h.note.id for h in answered.notes]
     assert lyon.note.id in kept and berlin.note.id in kept
+    # right after it, before the linked notes that fill the budget (the commute note, linked to Lyon)
+    assert kept.index(berlin.note.id) == kept.index(lyon.note.id) + 1 and commute.note.id in kept[2:]
     # A question about the past is told so, and reads both.
     before_q = await svc.ask("Where did Ann live before?", scope, k=2)
     prompt = str(model.calls[-1][-1].content)
