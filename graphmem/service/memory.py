@@ -651,11 +651,19 @@ class AsyncMemoryService:
                 common_share=self.settings.common_word_share,
                 text_fields=self.settings.search_fields,
             )
-            if self.settings.enable_supersession or history or moment is not None:
-                hits = await updates.annotate(self.store, hits, scope, history=history, as_of=moment)
+            hits = await self._in_time(hits, scope, history=history, moment=moment)
         usage.store_seconds += time.perf_counter() - t0
         if hits:
             self._stats.record((h.note.id for h in hits), scope)
+        return hits
+
+    async def _in_time(
+        self, hits: list[SearchHit], scope: Scope, *, history: bool, moment: datetime | None
+    ) -> list[SearchHit]:
+        """Hits marked with where they stand in time (``updates.annotate``) when anything asks for it:
+        supersession on, every hit's history, or the state at a moment."""
+        if self.settings.enable_supersession or history or moment is not None:
+            return await updates.annotate(self.store, hits, scope, history=history, as_of=moment)
         return hits
 
     async def ask(
@@ -743,10 +751,7 @@ class AsyncMemoryService:
         if fill:  # the hits' linked notes after every hit, never among them: they take what the hits leave
             async with self._reads:
                 extra = await retrieve.linked_after(self.store, hits, scope, fill)
-                if self.settings.enable_supersession or history or both or as_of is not None:
-                    extra = await updates.annotate(
-                        self.store, extra, scope, history=history or both, as_of=_moment(as_of)
-                    )
+                extra = await self._in_time(extra, scope, history=history or both, moment=_moment(as_of))
             held = {h.note.id for h in hits}
             hits = [*hits, *(h for h in extra if h.note.id not in held)]
         marks = updates.context_marks(hits, with_history=asked != "now")  # current / superseded / clash lines
