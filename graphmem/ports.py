@@ -273,6 +273,12 @@ class HistoryStore(Protocol):
 
     async def sessions(self, scope: Scope, *, limit: int = 100) -> list[SessionInfo]: ...
 
+    async def last_note(self, scope: Scope, session_id: str) -> str | None:
+        """The note the session's newest remembered message became, which the next one follows."""
+        ...
+
+    async def set_last_note(self, scope: Scope, session_id: str, note_id: str) -> None: ...
+
 
 class ItemStore(Protocol):
     """Key-value items in namespaces (the LangGraph store), confined to scopes.

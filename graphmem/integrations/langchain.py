@@ -26,7 +26,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
-from graphmem.errors import GraphmemError, InvalidInputError
+from graphmem.errors import GraphmemError, InvalidInputError, NoteNotFoundError
 from graphmem.integrations._bridge import MemoryLike, ServiceBridge, as_bridge
 from graphmem.integrations._scope import DEFAULT_CONTEXT_KEYS, scope_from_context
 from graphmem.models import (
@@ -179,8 +179,8 @@ class GraphmemChatMessageHistory(BaseChatMessageHistory):
         session_id: the conversation: any text an application uses (slashes, spaces, any script;
             up to 1,024 characters), stored and found exactly as given.
         remember: also turn each human / AI message with text into a graphmem note (A-MEM add:
-            enrichment, links, evolution). Tool messages and AI messages without text are only kept
-            in the history.
+            enrichment, links, evolution), each linked to the session's previous one by ``FOLLOWS``.
+            Tool messages and AI messages without text are only kept in the history.
         window: `messages` returns only the newest N (the store keeps all). None keeps all.
     """
 
@@ -215,16 +215,27 @@ class GraphmemChatMessageHistory(BaseChatMessageHistory):
                 row.data_json.encode("utf-8")
             except UnicodeEncodeError:
                 raise InvalidInputError("a chat message is not valid Unicode text (lone surrogates)") from None
-        await self._store(svc).append(self.scope, self.session_id, stored)
-        if self.remember:
-            for m in messages:
-                text = str(m.text).strip() if m.type in ("human", "ai") else ""
-                if not text:
-                    continue
-                meta = {"role": m.type, "session_id": self.session_id[:1000]}
-                if m.name:
-                    meta["name"] = m.name[:200]
-                await svc.add(text, self.scope, source_id=m.id or None, metadata=meta, category="chat")
+        chats = self._store(svc)
+        await chats.append(self.scope, self.session_id, stored)
+        if not self.remember:
+            return
+        # Each remembered message FOLLOWS the one before it in the session, as the middleware's turns do:
+        # ask fills its budget with a hit's neighbouring turns, and the Browser shows the conversation.
+        previous = await chats.last_note(self.scope, self.session_id)
+        for m in messages:
+            text = str(m.text).strip() if m.type in ("human", "ai") else ""
+            if not text:
+                continue
+            meta = {"role": m.type, "session_id": self.session_id[:1000]}
+            if m.name:
+                meta["name"] = m.name[:200]
+            args: dict[str, Any] = {"source_id": m.id or None, "metadata": meta, "category": "chat"}
+            try:
+                result = await svc.add(text, self.scope, follows=previous, **args)
+            except NoteNotFoundError:  # the previous message's note is gone (forgotten or undone)
+                result = await svc.add(text, self.scope, **args)
+            previous = result.note.id
+            await chats.set_last_note(self.scope, self.session_id, previous)
 
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]

@@ -1,6 +1,6 @@
 """Chat message histories in Neo4j, beside the notes (queries in ``cypher/chat/``).
 
-Graph shape: ``(:ChatSession {key, session_id, scope, next_seq})-[:HAS_MESSAGE]->(:ChatMessage {seq,
+Graph shape: ``(:ChatSession {key, session_id, scope, next_seq, last_note})-[:HAS_MESSAGE]->(:ChatMessage {seq,
 type, data_json, scope})``. Messages are stored whole, as the JSON of LangChain's ``message_to_dict``
 (tool calls, ids, content blocks, metadata kept), so a history reads back exactly as written, with no
 size limit other than Neo4j's. They are not notes: they are not embedded, searched or evolved.
@@ -81,6 +81,18 @@ class Neo4jHistoryStore:
         limit = _ALL if last is None else min(max(0, last), _ALL)  # bounded: Neo4j's LIMIT is a 64-bit long
         rows = await self._runner.run("chat/messages", key=key, **scope.params(), limit=limit)
         return [r["data_json"] for r in rows]
+
+    async def last_note(self, scope: Scope, session_id: str) -> str | None:
+        """The id of the note the session's newest remembered message became (None: none yet)."""
+        key = self._check(scope, session_id)
+        await self.ensure_schema()
+        rows = await self._runner.run("chat/last_note", key=key, **scope.params())
+        return rows[0]["note_id"] if rows else None
+
+    async def set_last_note(self, scope: Scope, session_id: str, note_id: str) -> None:
+        key = self._check(scope, session_id)
+        await self.ensure_schema()
+        await self._runner.run_write("chat/set_last_note", key=key, **scope.params(), note_id=note_id)
 
     async def clear(self, scope: Scope, session_id: str) -> int:
         key = self._check(scope, session_id)

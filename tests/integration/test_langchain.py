@@ -22,7 +22,7 @@ from langchain_core.runnables.history import RunnableWithMessageHistory
 
 from graphmem.errors import InvalidInputError
 from graphmem.integrations.langchain import GraphmemChatMessageHistory, GraphmemRetriever, memory_tools
-from graphmem.models import Scope
+from graphmem.models import LinkType, Scope
 from graphmem.service.sync import MemoryService
 from tests.fakes import ScriptedChatModel, amem_responder, text_reply
 
@@ -201,6 +201,30 @@ async def test_history_remember_turns_chat_into_notes(scope: Scope, make_service
     assert human.metadata == {"role": "human", "session_id": "s-remember"} and human.source_id == "m1"
     assert human.keywords  # enriched the A-MEM way
     assert len(await history.aget_messages()) == 4
+
+    async def follows(content: str) -> set[str]:
+        note = next(n for n in await svc.list(scope) if n.content == content)
+        return {
+            ln.target_id
+            for ln in await svc.links(note.id, scope)
+            if ln.source_id == note.id and ln.type == LinkType.FOLLOWS
+        }
+
+    ids = {n.content: n.id for n in notes}
+    # the answer follows its question (the tool messages between them are not notes) ...
+    assert await follows("Congratulations on adopting Max!") == {ids["I adopted a golden retriever named Max in May."]}
+    assert await follows("I adopted a golden retriever named Max in May.") == set()
+    # ... and the chain goes on in a later call, from another history object of the same session
+    again = GraphmemChatMessageHistory(svc, scope, "s-remember", remember=True)
+    await again.aadd_messages([HumanMessage("Max loves the beach.")])
+    assert await follows("Max loves the beach.") == {ids["Congratulations on adopting Max!"]}
+    # another session starts its own chain
+    await GraphmemChatMessageHistory(svc, scope, "s-other", remember=True).aadd_messages([HumanMessage("Hello.")])
+    assert await follows("Hello.") == set()
+    # a forgotten previous note does not stop the next message from being remembered
+    assert await svc.delete(next(n.id for n in await svc.list(scope) if n.content == "Max loves the beach."), scope)
+    await again.aadd_messages([AIMessage("Beaches are great for dogs.")])
+    assert await follows("Beaches are great for dogs.") == set()
 
 
 async def test_runnable_with_message_history(scope: Scope, make_service: Any, chat_cleanup: None) -> None:
