@@ -10,7 +10,9 @@ numbers only (no LoCoMo text).
     python tools/research/pool_qa.py c41/qa.json=conv-41 c42/qa.json=conv-42 \\
         [--systems memory,memory-no-llm,rag,full-context]
 
-``=SAMPLE[,SAMPLE]`` keeps those conversations of a run (an answers file may hold others' answers);
+A later ``qa.json`` replaces an earlier one's answers for the same system and question (list the run
+whose answers count last). ``=SAMPLE[,SAMPLE]`` keeps those conversations of a run (an answers file may
+hold others' answers);
 ``#LABEL`` names its systems ``SYSTEM/LABEL``, so two runs of one system under other settings pair
 (``c41/fill/qa.json=conv-41#fill c41/qa.json=conv-41`` gives ``memory/fill - memory``).
 
