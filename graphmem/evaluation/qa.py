@@ -49,6 +49,7 @@ from graphmem.evaluation.qa_answers import (
     answer_with_rag,
     cat5_options,
     chosen_option,
+    context_moved,
     judge_answer,
     load_answers,
     needs_answer,
@@ -355,6 +356,7 @@ async def run_qa_eval(
     fits: dict[str, FullContext] = {}
     records: list[dict[str, Any]] = []
     partial: dict[str, Any] | None = None
+    rechecked = {"checked": 0, "moved": 0}  # --recheck-contexts: stored memory answers, and those asked again
     if not cfg.ingest_only:
         # What this run must ask (a resumed run skips the rest): the bar whose rate and ETA mean something.
         keys = {
@@ -385,19 +387,29 @@ async def run_qa_eval(
                 for arm in arms:
                     if arm.kind in (MEMORY, MEMORY_ARM) and conv.sample_id in incomplete:
                         continue
+                    # the scope `ask` answers a memory arm from (None: not a memory arm)
+                    memory_scope = {
+                        MEMORY: scopes.get(conv.sample_id),
+                        MEMORY_ARM: arm_scopes.get((arm.system, conv.sample_id)),
+                        "memory-no-llm": raw_scopes.get(conv.sample_id),
+                    }.get(arm.kind)
                     for q in qs:
                         key = arm.record_key(conv.sample_id, q.index)
                         if cfg.score_only and needs_answer(done, key):
                             missing[arm.system] += 1
                             continue
-                        if needs_answer(done, key):
-                            if arm.kind == MEMORY:
-                                rec = await answer_with_memory(svc, conv, q, scopes[conv.sample_id], cfg, arm)
-                            elif arm.kind == MEMORY_ARM:
-                                scope = arm_scopes[(arm.system, conv.sample_id)]
-                                rec = await answer_with_memory(svc, conv, q, scope, cfg, arm)
-                            elif arm.kind == "memory-no-llm":
-                                rec = await answer_with_memory(svc, conv, q, raw_scopes[conv.sample_id], cfg, arm)
+                        ask = needs_answer(done, key)
+                        if not ask and cfg.recheck_contexts and memory_scope is not None and not cfg.score_only:
+                            rechecked["checked"] += 1
+                            if await context_moved(svc, done[key], q, memory_scope, cfg, arm):
+                                rechecked["moved"] += 1
+                                ask = True
+                                todo += 1
+                        if ask:
+                            if memory_scope is not None:
+                                rec = await answer_with_memory(svc, conv, q, memory_scope, cfg, arm)
+                                if not needs_answer(done, key):  # asked again: its context had moved
+                                    rec["context_moved"] = True
                             elif arm.kind == "rag":
                                 rec = await answer_with_rag(svc, conv, q, raw_scopes[conv.sample_id], cfg, arm)
                             else:
@@ -506,6 +518,7 @@ async def run_qa_eval(
         "ingest_raw": raw_stats,
         "skipped": skipped,
         "partial": partial,
+        "contexts_rechecked": rechecked if cfg.recheck_contexts else None,
         "full_context": {sid: fc.info() for sid, fc in fits.items()},
         "systems": by_system,
         "comparisons": comparisons,

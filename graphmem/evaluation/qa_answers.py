@@ -111,6 +111,11 @@ def _failed(rec: dict[str, Any], exc: Exception, **extra: Any) -> dict[str, Any]
     return {**rec, "prediction": "", "error": f"{type(exc).__name__}: {exc}"[:500], **extra}
 
 
+def _context_args(cfg: QAConfig, arm: Arm) -> dict[str, Any]:
+    """What ``ask`` builds a memory arm's context from (one place for the answer and its recheck)."""
+    return {"k": arm.k, "mode": cfg.mode, "token_budget": arm.budget, "show_context": arm.show_context}
+
+
 async def answer_with_memory(
     svc: AsyncMemoryService, conv: Conversation, q: QA, scope: Scope, cfg: QAConfig, arm: Arm
 ) -> dict[str, Any]:
@@ -118,13 +123,7 @@ async def answer_with_memory(
     rec = _record_base(arm, conv, q)
     try:
         res = await svc.ask(
-            q.question,
-            scope,
-            k=arm.k,
-            mode=cfg.mode,
-            token_budget=arm.budget,
-            instructions=instructions_for(q, conv.sample_id, cfg),
-            show_context=arm.show_context,
+            q.question, scope, instructions=instructions_for(q, conv.sample_id, cfg), **_context_args(cfg, arm)
         )
     except GraphmemError as exc:
         return _failed(rec, exc, context_tokens=0, notes_used=0)
@@ -136,6 +135,16 @@ async def answer_with_memory(
         "retrieved": [h.note.source_id for h in res.notes],
         **_usage_fields(res.usage),
     }
+
+
+async def context_moved(
+    svc: AsyncMemoryService, rec: dict[str, Any], q: QA, scope: Scope, cfg: QAConfig, arm: Arm
+) -> bool:
+    """Would ``ask`` give a stored memory answer another context today? Its key names the settings and
+    the ingest, not the database's state, which moves a context too (the full-text index's term
+    statistics span every scope): ``--recheck-contexts`` asks such a question again."""
+    got = await svc.ask_context(q.question, scope, **_context_args(cfg, arm))
+    return [h.note.source_id for h in got.hits] != (rec.get("retrieved") or [])
 
 
 async def answer_with_rag(

@@ -68,6 +68,8 @@ class QAConfig:
     # the local model's answers reuse llama-server's prompt cache (None: not the local model); the
     # harness turns it off so that the same prompt gets the same answer in every run
     answer_prompt_cache: bool | None = None
+    # reuse a stored memory answer only while ask still gives it the same context (see context_moved)
+    recheck_contexts: bool = False
 
 
 def model_label(settings: Settings) -> str:

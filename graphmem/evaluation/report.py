@@ -232,6 +232,12 @@ def qa_markdown(result: dict[str, Any]) -> str:
             f"every system with answers has answered; answers still to ask: {left}.",
             "",
         ]
+    if rechecked := result.get("contexts_rechecked"):
+        lines += [
+            f"**Contexts rechecked (`--recheck-contexts`)**: of {rechecked['checked']} stored memory answers, "
+            f"{rechecked['moved']} had a context `ask` no longer gives and were asked again.",
+            "",
+        ]
     lines += qa_side_by_side(result)
     lines += qa_budget_curve(result)
     lines += qa_comparisons(result)

@@ -177,6 +177,43 @@ async def test_systems_sharing_answers_ask_once_and_both_bars_finish(
 
 
 @aio
+async def test_recheck_contexts_asks_again_only_where_the_context_moved(
+    make_service: Any, cleanup: list[Scope], tmp_path: Path
+) -> None:
+    """A stored answer is keyed by the settings and the ingest, not by the database's state; with
+    --recheck-contexts a memory answer whose context `ask` no longer gives is asked again."""
+    svc, model = await make_service(amem_responder(answer="Pixel"))
+    convs = load_locomo(LOCOMO)[:1]
+    tag = _tag()
+    cleanup.extend(_scopes("locomo", [tag], ["tiny-1"]))
+    cfg = QAConfig(tag=tag, systems=("memory",), bootstrap=50)
+    first = await run_qa_eval(svc, convs, cfg, tmp_path)
+    n = first["questions"]
+    asked = sum(step_of(m) == "answer" for m in model.calls)
+    assert asked == n and first["contexts_rechecked"] is None
+
+    recheck = QAConfig(tag=tag, systems=("memory",), bootstrap=50, recheck_contexts=True)
+    same = await run_qa_eval(svc, convs, recheck, tmp_path)
+    assert same["contexts_rechecked"] == {"checked": n, "moved": 0}
+    assert sum(step_of(m) == "answer" for m in model.calls) == asked  # nothing moved, nothing asked
+
+    # The scope changes under the stored answers: the tiny conversation's notes all fit the budget, so
+    # a new note enters every question's context.
+    await svc.add("Pixel the cat sleeps on the piano.", Scope(user_id=f"locomo-{tag}-tiny-1"))
+    asked = sum(step_of(m) == "answer" for m in model.calls)
+    await run_qa_eval(svc, convs, cfg, tmp_path)  # without the flag: the stored answers are reused
+    assert sum(step_of(m) == "answer" for m in model.calls) == asked
+    moved = await run_qa_eval(svc, convs, recheck, tmp_path)
+    assert moved["contexts_rechecked"] == {"checked": n, "moved": n}
+    assert sum(step_of(m) == "answer" for m in model.calls) == asked + n
+    records = [json.loads(line) for line in (tmp_path / "answers.jsonl").read_text().splitlines()]
+    assert sum(bool(r.get("context_moved")) for r in records) == n == len(records) - n
+    assert f"of {n} stored memory answers, {n} had a context" in write_outputs(moved, tmp_path)["markdown"].read_text()
+    again = await run_qa_eval(svc, convs, recheck, tmp_path)  # the new answers hold their contexts
+    assert again["contexts_rechecked"] == {"checked": n, "moved": 0}
+
+
+@aio
 async def test_full_context_cut_to_the_limit_is_reported(make_service: Any, tmp_path: Path) -> None:
     svc, model = await make_service(amem_responder(answer="Pixel"))
     convs = load_locomo(LOCOMO)[1:]
@@ -346,6 +383,8 @@ def test_cli_locomo_with_full_context_and_rag_baselines(
         assert len(main.calls) + len(fc.calls) + len(answering.calls) == calls + 3  # nothing asked
         assert len(started) == 1 and len(models_started) == n_models and interim.read_bytes() == before
         res = CliRunner().invoke(app, [*args, *score, "--ingest-only", "--out", str(tmp_path / "interim")])
+        assert res.exit_code != 0 and "choose one" in str(res.exception)
+        res = CliRunner().invoke(app, [*args, *score, "--recheck-contexts", "--out", str(tmp_path / "interim")])
         assert res.exit_code != 0 and "choose one" in str(res.exception)
         res = CliRunner().invoke(app, [*args, "--baseline", "full-context,mem0", "--out", str(out)])
         assert res.exit_code != 0

@@ -304,6 +304,14 @@ AnswersOpt = Annotated[
         help="answers file to append to and resume from (default <out>/answers.jsonl); reports may share one",
     ),
 ]
+RecheckOpt = Annotated[
+    bool,
+    typer.Option(
+        "--recheck-contexts",
+        help="reuse a stored memory answer only while ask still gives it the same notes (the database's other "
+        "scopes move full-text scores); ask the others again",
+    ),
+]
 ConcurrencyOpt = Annotated[
     int | None,
     typer.Option(
@@ -337,7 +345,7 @@ SeedOpt = Annotated[
 # The options `eval locomo`, `longmemeval` and `beam` share, passed to QAConfig as they are
 _SHARED_QA_OPTIONS = (
     "tag", "mode", "k", "token_budget", "judge", "seed", "ingest_only", "score_only", "concurrency", "sample",
-    "answers", "raw_tag", "rag_k",
+    "answers", "raw_tag", "rag_k", "recheck_contexts",
 )  # fmt: skip
 
 
@@ -351,6 +359,8 @@ def _qa_config(options: dict[str, Any], **fields: Any) -> Any:
     fields |= {name: options[name] for name in _SHARED_QA_OPTIONS}
     if fields.get("ingest_only") and fields.get("score_only"):
         raise InvalidInputError("--ingest-only stores and answers nothing, --score-only stores nothing: choose one")
+    if fields.get("recheck_contexts") and fields.get("score_only"):
+        raise InvalidInputError("--recheck-contexts may ask again, --score-only asks nothing: choose one")
     if fields.get("judge") and fields.get("score_only"):  # the judge calls the model and rewrites the answers file
         raise InvalidInputError("--judge asks the model, --score-only asks nothing: judge in a run of its own")
     systems = systems_for(
@@ -397,6 +407,7 @@ def locomo_cmd(
     ingest_only: IngestOnlyOpt = False,
     score_only: ScoreOnlyOpt = False,
     answers: AnswersOpt = None,
+    recheck_contexts: RecheckOpt = False,
     concurrency: ConcurrencyOpt = None,
     fc_port: FcPortOpt = None,
     fc_ctx: FcCtxOpt = FULL_CONTEXT_CTX,
@@ -450,6 +461,7 @@ def longmemeval_cmd(
     ingest_only: IngestOnlyOpt = False,
     score_only: ScoreOnlyOpt = False,
     answers: AnswersOpt = None,
+    recheck_contexts: RecheckOpt = False,
     concurrency: ConcurrencyOpt = None,
     fc_port: FcPortOpt = None,
     fc_ctx: FcCtxOpt = FULL_CONTEXT_CTX,
@@ -495,6 +507,7 @@ def beam_cmd(
     ingest_only: IngestOnlyOpt = False,
     score_only: ScoreOnlyOpt = False,
     answers: AnswersOpt = None,
+    recheck_contexts: RecheckOpt = False,
     concurrency: ConcurrencyOpt = None,
     fc_port: FcPortOpt = None,
     fc_ctx: FcCtxOpt = FULL_CONTEXT_CTX,
