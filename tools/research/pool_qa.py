@@ -37,14 +37,13 @@ from graphmem.evaluation.metrics import score_answer
 CATEGORIES = (1, 2, 3, 4)
 
 Question = tuple[str, int]  # (sample id, question index)
-Scored = dict[str, dict[Question, tuple[int, float]]]  # system -> question -> (category, A-MEM F1)
+# system -> question -> (category, A-MEM F1, the dia ids its context held; None: every turn)
+Scored = dict[str, dict[Question, tuple[int, float, set[str] | None]]]
 
 
-def scored(
-    qa_json: Path, samples: set[str] | None = None, contexts: dict[str, dict[Question, set[str] | None]] | None = None
-) -> Scored:
-    """system -> (sample id, question index) -> (category, A-MEM F1) of the run's answers (failed left out).
-    With ``contexts``, also fills system -> question -> the dia ids its context held (None: every turn)."""
+def scored(qa_json: Path, samples: set[str] | None = None) -> Scored:
+    """system -> (sample id, question index) -> (category, A-MEM F1, context) of the run's answers
+    (failed left out)."""
     run = json.loads(qa_json.read_text(encoding="utf-8"))
     arms = run["config"]["arms"]
     # a run without --answers wrote them beside its qa.json
@@ -68,15 +67,11 @@ def scored(
         f1 = score_answer(rec["prediction"], rec["gold"], rec["category"])["standard"]["f1"]
         held = None if arms[rec["system"]]["kind"] == "full-context" else set(rec.get("retrieved") or [])
         for system in systems:
-            out[system][rec["sample_id"], rec["qa_index"]] = (rec["category"], 100 * f1)
-            if contexts is not None:
-                contexts[system][rec["sample_id"], rec["qa_index"]] = held
+            out[system][rec["sample_id"], rec["qa_index"]] = (rec["category"], 100 * f1, held)
     return out
 
 
-def evidence_table(
-    pooled: Scored, contexts: dict[str, dict[Question, set[str] | None]], systems: list[str], data: Path
-) -> None:
+def evidence_table(pooled: Scored, systems: list[str], data: Path) -> None:
     """Per system and category: the share of questions whose context held every evidence turn, and the
     mean F1 of those and of the rest."""
     evidence = {(c.sample_id, q.index): set(q.evidence) for c in load_locomo(data) for q in c.qa}
@@ -85,9 +80,8 @@ def evidence_table(
     for s in systems:
         for c in CATEGORIES:
             split: dict[bool, list[float]] = {True: [], False: []}
-            for k, (cat, f1) in pooled[s].items():
+            for k, (cat, f1, held) in pooled[s].items():
                 if cat == c and evidence.get(k):
-                    held = contexts[s].get(k)
                     split[held is None or evidence[k] <= held].append(f1)
             n = len(split[True]) + len(split[False])
             if not n:
@@ -102,15 +96,11 @@ def evidence_table(
 
 def main(args: argparse.Namespace) -> None:
     pooled: Scored = defaultdict(dict)
-    contexts: dict[str, dict[Question, set[str] | None]] = defaultdict(dict)
     for arg in args.qa_json:
         arg, _, label = arg.partition("#")
         path, _, wanted = arg.partition("=")
-        held: dict[str, dict[Question, set[str] | None]] = defaultdict(dict)
-        for system, rows in scored(Path(path), set(filter(None, wanted.split(","))), held).items():
-            name = f"{system}/{label}" if label else system
-            pooled[name].update(rows)
-            contexts[name].update(held[system])
+        for system, rows in scored(Path(path), set(filter(None, wanted.split(",")))).items():
+            pooled[f"{system}/{label}" if label else system].update(rows)
     systems = [s for s in (args.systems.split(",") if args.systems else pooled) if s in pooled]
     groups = {"1-4": CATEGORIES, **{f"{c} {CATEGORY_NAMES[c]}": (c,) for c in CATEGORIES}}
     print("| system | " + " | ".join(f"{g} (n)" for g in groups) + " |")
@@ -118,7 +108,7 @@ def main(args: argparse.Namespace) -> None:
     for s in systems:
         cells = []
         for cats in groups.values():
-            vals = [f1 for c, f1 in pooled[s].values() if c in cats]
+            vals = [f1 for c, f1, _ in pooled[s].values() if c in cats]
             cells.append(f"{sum(vals) / len(vals):.1f} ({len(vals)})" if vals else "-")
         print(f"| {s} | " + " | ".join(cells) + " |")
     print()
@@ -127,7 +117,7 @@ def main(args: argparse.Namespace) -> None:
     for a, b in itertools.combinations(systems, 2):
         cells = []
         for cats in groups.values():
-            both = sorted(k for k, (c, _) in pooled[a].items() if c in cats and k in pooled[b])
+            both = sorted(k for k, (c, _, _) in pooled[a].items() if c in cats and k in pooled[b])
             d = paired_bootstrap([pooled[a][k][1] for k in both], [pooled[b][k][1] for k in both])
             cells.append(
                 "-" if d is None else f"{d['mean']:+.1f} [{d['ci95_low']:+.1f}, {d['ci95_high']:+.1f}] ({d['n']})"
@@ -135,7 +125,7 @@ def main(args: argparse.Namespace) -> None:
         print(f"| {a} - {b} | " + " | ".join(cells) + " |")
     if args.evidence:
         print()
-        evidence_table(pooled, contexts, systems, args.evidence)
+        evidence_table(pooled, systems, args.evidence)
 
 
 if __name__ == "__main__":
